@@ -1,0 +1,72 @@
+// The compiler's graph IR: values (tensors) and nodes imported from ONNX, with inferred shapes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "furiosa/device/tensor.h"
+
+namespace furiosa::compiler {
+
+/// An ONNX attribute value (the kinds the supported operators use).
+using Attribute = std::variant<std::int64_t, float, std::string, std::vector<std::int64_t>,
+                               std::vector<float>, Tensor>;
+
+/// A tensor of the graph: a graph input, an initializer (constant) or a node output.
+struct Value {
+  std::string name;
+  DType dtype = DType::Float32;
+  /// Dims; -1 for a symbolic or unknown dim until shapes are inferred.
+  Shape shape;
+  /// Symbolic dim names as in the model (same size as shape; empty for fixed dims).
+  std::vector<std::string> dim_params;
+  bool has_shape = false;             ///< false when the rank itself is unknown
+  std::optional<Tensor> constant;     ///< set for initializers and folded constants
+};
+
+/// One operator node.
+struct Node {
+  std::string name;      ///< ONNX node name, or "<op_type>_<index>" when the model has none
+  std::string op_type;   ///< e.g. "QLinearConv"
+  std::string domain;    ///< "" for ai.onnx, "com.microsoft", ...
+  std::int32_t index = -1;        ///< position in the ONNX graph (operator_index)
+  std::vector<int> inputs;        ///< value ids; -1 for an omitted optional input
+  std::vector<int> outputs;       ///< value ids
+  std::map<std::string, Attribute> attributes;
+
+  /// Attribute accessors; return `fallback` when absent, throw Error(IncompatibleModel) naming
+  /// the node when present with another type.
+  std::int64_t attr_int(const std::string& key, std::int64_t fallback) const;
+  std::vector<std::int64_t> attr_ints(const std::string& key,
+                                      std::vector<std::int64_t> fallback) const;
+  std::string attr_string(const std::string& key, std::string fallback) const;
+  /// "domain::op_type" or just op_type for the default domain.
+  std::string qualified_op() const;
+};
+
+/// A graph in topological order. Thread-compatible.
+struct Graph {
+  std::string name;
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<int> inputs;   ///< non-constant graph inputs (initializers excluded)
+  std::vector<int> outputs;
+  std::map<std::string, std::int64_t> opsets;  ///< domain -> version
+
+  /// Value id by name, or -1.
+  int find_value(const std::string& name) const;
+  /// Replaces graph input `name` by a constant (used by conformance tests that pass weights as
+  /// inputs). Throws Error(InvalidInput) when there is no such input or the tensor's dtype or
+  /// shape does not match the declared one.
+  void bind_constant(const std::string& name, Tensor tensor);
+  /// Ids of the nodes consuming value `id`.
+  std::vector<int> consumers(int id) const;
+  /// Id of the node producing value `id`, or -1 (graph input / constant).
+  int producer(int id) const;
+};
+
+}  // namespace furiosa::compiler

@@ -1,0 +1,237 @@
+// ONNX protobuf -> graph IR.
+#include "furiosa/compiler/onnx_import.h"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "furiosa/device/error.h"
+
+namespace furiosa::compiler {
+namespace {
+
+// Maps an ONNX TensorProto.DataType to ours; nullopt for types the runtime does not handle.
+std::optional<DType> dtype_from_onnx(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::Float32;
+    case onnx::TensorProto::UINT8: return DType::UInt8;
+    case onnx::TensorProto::INT8: return DType::Int8;
+    case onnx::TensorProto::INT32: return DType::Int32;
+    case onnx::TensorProto::INT64: return DType::Int64;
+    default: return std::nullopt;
+  }
+}
+
+std::string onnx_type_name(int t) {
+  const auto* desc = onnx::TensorProto::DataType_descriptor();
+  const auto* v = desc->FindValueByNumber(t);
+  return v ? v->name() : fmt::format("type {}", t);
+}
+
+// Copies typed repeated fields into a tensor of `n` elements.
+template <class Dst, class Src>
+void copy_typed(Tensor& t, const Src& field, std::int64_t n, const std::string& what) {
+  if (static_cast<std::int64_t>(field.size()) != n) {
+    throw Error(ErrorCode::InvalidInput,
+                fmt::format("tensor '{}' holds {} values, its shape needs {}", what, field.size(), n));
+  }
+  auto out = t.as<Dst>();
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<Dst>(field[static_cast<int>(i)]);
+}
+
+// TensorProto -> Tensor. `what` names the tensor (and its file) in errors.
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, ErrorCode code) {
+  auto dtype = dtype_from_onnx(p.data_type());
+  if (!dtype) {
+    throw Error(code, fmt::format("tensor '{}' has element type {}, which is not supported "
+                                  "(float32, uint8, int8, int32, int64)",
+                                  what, onnx_type_name(p.data_type())));
+  }
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    throw Error(code, fmt::format("tensor '{}' uses external data, which is not supported", what));
+  }
+  Shape shape(p.dims().begin(), p.dims().end());
+  for (auto d : shape) {
+    if (d < 0) throw Error(code, fmt::format("tensor '{}' has a negative dim", what));
+  }
+  Tensor t(*dtype, shape);
+  const std::int64_t n = element_count(shape);
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != t.size_bytes()) {
+      throw Error(code, fmt::format("tensor '{}' {} {}: raw data is {} bytes, expected {}", what,
+                                    dtype_name(*dtype), shape_to_string(shape),
+                                    p.raw_data().size(), t.size_bytes()));
+    }
+    std::memcpy(t.bytes().data(), p.raw_data().data(), t.size_bytes());
+    return t;
+  }
+  switch (*dtype) {
+    case DType::Float32: copy_typed<float>(t, p.float_data(), n, what); break;
+    case DType::UInt8: copy_typed<std::uint8_t>(t, p.int32_data(), n, what); break;
+    case DType::Int8: copy_typed<std::int8_t>(t, p.int32_data(), n, what); break;
+    case DType::Int32: copy_typed<std::int32_t>(t, p.int32_data(), n, what); break;
+    case DType::Int64: copy_typed<std::int64_t>(t, p.int64_data(), n, what); break;
+  }
+  return t;
+}
+
+// Declared type of a graph input/output/value_info.
+void read_value_info(const onnx::ValueInfoProto& vi, Value& v, const std::string& source) {
+  if (!vi.type().has_tensor_type()) {
+    throw Error(ErrorCode::IncompatibleModel,
+                fmt::format("{}: value '{}' is not a tensor", source, vi.name()));
+  }
+  const auto& tt = vi.type().tensor_type();
+  auto dtype = dtype_from_onnx(tt.elem_type());
+  if (!dtype) {
+    throw Error(ErrorCode::IncompatibleModel,
+                fmt::format("{}: value '{}' has element type {}, which is not supported", source,
+                            vi.name(), onnx_type_name(tt.elem_type())));
+  }
+  v.dtype = *dtype;
+  if (tt.has_shape()) {
+    v.has_shape = true;
+    v.shape.clear();
+    v.dim_params.clear();
+    for (const auto& d : tt.shape().dim()) {
+      v.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      v.dim_params.push_back(d.has_dim_param() ? d.dim_param() : "");
+    }
+  }
+}
+
+Attribute read_attribute(const onnx::AttributeProto& a, const std::string& node) {
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: return a.i();
+    case onnx::AttributeProto::FLOAT: return a.f();
+    case onnx::AttributeProto::STRING: return a.s();
+    case onnx::AttributeProto::INTS: return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto::TENSOR:
+      return tensor_from_proto(a.t(), node + "." + a.name(), ErrorCode::IncompatibleModel);
+    default:
+      throw Error(ErrorCode::IncompatibleModel,
+                  fmt::format("node '{}': attribute '{}' has an unsupported kind", node, a.name()));
+  }
+}
+
+Graph graph_from_model(const onnx::ModelProto& model, const std::string& source) {
+  if (!model.has_graph()) {
+    throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: the model has no graph", source));
+  }
+  const auto& g = model.graph();
+  Graph graph;
+  graph.name = g.name();
+  for (const auto& op : model.opset_import()) graph.opsets[op.domain()] = op.version();
+
+  auto get_or_add = [&](const std::string& name) {
+    int id = graph.find_value(name);
+    if (id >= 0) return id;
+    Value v;
+    v.name = name;
+    graph.values.push_back(std::move(v));
+    return static_cast<int>(graph.values.size() - 1);
+  };
+  for (const auto& init : g.initializer()) {
+    int id = get_or_add(init.name());
+    auto& v = graph.values[id];
+    v.constant = tensor_from_proto(init, init.name(), ErrorCode::IncompatibleModel);
+    v.dtype = v.constant->dtype();
+    v.shape = v.constant->shape();
+    v.dim_params.assign(v.shape.size(), "");
+    v.has_shape = true;
+  }
+  for (const auto& in : g.input()) {
+    int id = get_or_add(in.name());
+    if (graph.values[id].constant) continue;  // IR < 4: initializers are listed as inputs too
+    read_value_info(in, graph.values[id], source);
+    graph.inputs.push_back(id);
+  }
+  int index = 0;
+  for (const auto& n : g.node()) {
+    Node node;
+    node.op_type = n.op_type();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    node.index = index;
+    node.name = n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
+    for (const auto& a : n.attribute()) node.attributes[a.name()] = read_attribute(a, node.name);
+    for (const auto& i : n.input()) {
+      if (i.empty()) {
+        node.inputs.push_back(-1);
+        continue;
+      }
+      int id = graph.find_value(i);
+      if (id < 0) {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("{}: node '{}' ({}) reads '{}', which no earlier node, input or "
+                                "initializer defines (graph not in topological order?)",
+                                source, node.name, node.op_type, i));
+      }
+      node.inputs.push_back(id);
+    }
+    for (const auto& o : n.output()) node.outputs.push_back(o.empty() ? -1 : get_or_add(o));
+    graph.nodes.push_back(std::move(node));
+    ++index;
+  }
+  for (const auto& vi : g.value_info()) {
+    int id = graph.find_value(vi.name());
+    if (id >= 0 && !graph.values[id].constant) read_value_info(vi, graph.values[id], source);
+  }
+  for (const auto& out : g.output()) {
+    int id = graph.find_value(out.name());
+    if (id < 0) {
+      throw Error(ErrorCode::IncompatibleModel,
+                  fmt::format("{}: graph output '{}' is produced by no node", source, out.name()));
+    }
+    read_value_info(out, graph.values[id], source);
+    graph.outputs.push_back(id);
+  }
+  return graph;
+}
+
+std::string read_file(const std::filesystem::path& path, ErrorCode code, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(code, fmt::format("{} '{}' does not exist or is not a file", what, path.string()));
+  }
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (!f) throw Error(code, fmt::format("cannot read {} '{}'", what, path.string()));
+  return ss.str();
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& source) {
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes)) {
+    throw Error(ErrorCode::ModelLoadFailed,
+                fmt::format("'{}' is not a valid ONNX model (truncated or not a ModelProto)", source));
+  }
+  if (!model.has_graph() || model.graph().node_size() == 0) {
+    throw Error(ErrorCode::ModelLoadFailed,
+                fmt::format("'{}' is not a valid ONNX model (no graph nodes)", source));
+  }
+  return graph_from_model(model, source);
+}
+
+Graph import_onnx(const std::filesystem::path& path) {
+  return import_onnx_bytes(read_file(path, ErrorCode::ModelLoadFailed, "model file"), path.string());
+}
+
+Tensor load_tensor_pb(const std::filesystem::path& path, std::string* name_out) {
+  std::string bytes = read_file(path, ErrorCode::InvalidInput, "tensor file");
+  onnx::TensorProto p;
+  if (!p.ParseFromString(bytes)) {
+    throw Error(ErrorCode::InvalidInput,
+                fmt::format("'{}' is not a serialized ONNX TensorProto", path.string()));
+  }
+  if (name_out) *name_out = p.name();
+  return tensor_from_proto(p, path.string(), ErrorCode::InvalidInput);
+}
+
+}  // namespace furiosa::compiler

@@ -1,0 +1,191 @@
+// Shape and dtype inference for the operators the compiler supports.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/device/error.h"
+#include "graph_utils.h"
+
+namespace furiosa::compiler {
+namespace {
+
+[[noreturn]] void fail(const Node& n, const std::string& msg) {
+  throw Error(ErrorCode::IncompatibleModel,
+              fmt::format("node '{}' ({}): {}", n.name, n.qualified_op(), msg));
+}
+
+const Value& in(const Graph& g, const Node& n, std::size_t i) {
+  if (i >= n.inputs.size() || n.inputs[i] < 0) fail(n, fmt::format("input {} is missing", i));
+  return g.values[static_cast<std::size_t>(n.inputs[i])];
+}
+
+void set_out(Graph& g, const Node& n, std::size_t i, DType dtype, Shape shape) {
+  if (i >= n.outputs.size() || n.outputs[i] < 0) return;
+  Value& v = g.values[static_cast<std::size_t>(n.outputs[i])];
+  v.dtype = dtype;
+  v.dim_params.assign(shape.size(), "");
+  v.shape = std::move(shape);
+  v.has_shape = true;
+}
+
+// Output dtype given by an optional zero-point input (ONNX default: uint8).
+DType zp_dtype(const Graph& g, const Node& n, std::size_t i) {
+  if (i < n.inputs.size() && n.inputs[i] >= 0) return g.values[static_cast<std::size_t>(n.inputs[i])].dtype;
+  return DType::UInt8;
+}
+
+Shape broadcast(const Node& n, const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const std::int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      fail(n, fmt::format("shapes {} and {} do not broadcast", shape_to_string(a), shape_to_string(b)));
+    }
+    out[i] = std::max(da, db);
+  }
+  return out;
+}
+
+void require_rank(const Node& n, const Value& v, std::size_t rank, const char* what) {
+  if (v.shape.size() != rank) {
+    fail(n, fmt::format("{} '{}' must have rank {}, has shape {}", what, v.name, rank,
+                        shape_to_string(v.shape)));
+  }
+}
+
+// Infers one node; returns false when the operator is unknown.
+bool infer_node(Graph& g, const Node& n) {
+  const std::string op = n.qualified_op();
+  if (op == "QuantizeLinear") {
+    set_out(g, n, 0, zp_dtype(g, n, 2), in(g, n, 0).shape);
+  } else if (op == "DequantizeLinear") {
+    set_out(g, n, 0, DType::Float32, in(g, n, 0).shape);
+  } else if (op == "QLinearConv") {
+    const Value& x = in(g, n, 0);
+    const Value& w = in(g, n, 3);
+    require_rank(n, x, 4, "input x");
+    require_rank(n, w, 4, "weight w");
+    const std::int64_t group = n.attr_int("group", 1);
+    if (group < 1 || x.shape[1] % group != 0 || w.shape[0] % group != 0 ||
+        w.shape[1] * group != x.shape[1]) {
+      fail(n, fmt::format("input channels {} do not fit weight {} with group {}", x.shape[1],
+                          shape_to_string(w.shape), group));
+    }
+    auto ks = n.attr_ints("kernel_shape", {w.shape[2], w.shape[3]});
+    if (ks.size() != 2 || ks[0] != w.shape[2] || ks[1] != w.shape[3]) {
+      fail(n, "kernel_shape does not match the weight's spatial dims");
+    }
+    auto win = detail::resolve_window(n, {ks[0], ks[1]}, {x.shape[2], x.shape[3]}, false);
+    set_out(g, n, 0, zp_dtype(g, n, 7), {x.shape[0], w.shape[0], win.out[0], win.out[1]});
+  } else if (op == "MaxPool") {
+    const Value& x = in(g, n, 0);
+    require_rank(n, x, 4, "input X");
+    auto ks = n.attr_ints("kernel_shape", {});
+    if (ks.size() != 2) fail(n, "kernel_shape must have 2 values (2-D pooling only)");
+    auto win = detail::resolve_window(n, {ks[0], ks[1]}, {x.shape[2], x.shape[3]},
+                                      n.attr_int("ceil_mode", 0) != 0);
+    set_out(g, n, 0, x.dtype, {x.shape[0], x.shape[1], win.out[0], win.out[1]});
+  } else if (op == "QLinearMatMul") {
+    const Value& a = in(g, n, 0);
+    const Value& b = in(g, n, 3);
+    if (a.shape.size() < 2 || b.shape.size() < 2) fail(n, "MatMul operands must have rank >= 2");
+    if (a.shape.back() != b.shape[b.shape.size() - 2]) {
+      fail(n, fmt::format("inner dims differ: {} x {}", shape_to_string(a.shape), shape_to_string(b.shape)));
+    }
+    Shape out = a.shape;
+    out.back() = b.shape.back();
+    if (b.shape.size() > 2) {
+      Shape batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
+      out = broadcast(n, batch_a, batch_b);
+      out.push_back(a.shape[a.shape.size() - 2]);
+      out.push_back(b.shape.back());
+    }
+    set_out(g, n, 0, zp_dtype(g, n, 7), out);
+  } else if (op == "com.microsoft::QLinearAdd") {
+    set_out(g, n, 0, zp_dtype(g, n, 7), broadcast(n, in(g, n, 0).shape, in(g, n, 3).shape));
+  } else if (op == "Reshape") {
+    const Value& x = in(g, n, 0);
+    const Tensor& st = detail::constant_input(g, n, 1, "shape");
+    if (st.dtype() != DType::Int64) fail(n, "shape input must be int64");
+    const bool allowzero = n.attr_int("allowzero", 0) != 0;
+    Shape out(st.as<std::int64_t>().begin(), st.as<std::int64_t>().end());
+    std::int64_t known = 1;
+    int infer_at = -1;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (out[i] == 0 && !allowzero) {
+        if (i >= x.shape.size()) fail(n, "shape copies a dim the input does not have");
+        out[i] = x.shape[i];
+      }
+      if (out[i] == -1) {
+        if (infer_at >= 0) fail(n, "shape has more than one -1");
+        infer_at = static_cast<int>(i);
+      } else {
+        known *= out[i];
+      }
+    }
+    const std::int64_t total = element_count(x.shape);
+    if (infer_at >= 0) {
+      if (known == 0 || total % known != 0) fail(n, "cannot infer the -1 dim");
+      out[static_cast<std::size_t>(infer_at)] = total / known;
+    }
+    if (element_count(out) != total) {
+      fail(n, fmt::format("cannot reshape {} to {}", shape_to_string(x.shape), shape_to_string(out)));
+    }
+    set_out(g, n, 0, x.dtype, out);
+  } else if (op == "Flatten") {
+    const Value& x = in(g, n, 0);
+    std::int64_t axis = n.attr_int("axis", 1);
+    if (axis < 0) axis += static_cast<std::int64_t>(x.shape.size());
+    if (axis < 0 || axis > static_cast<std::int64_t>(x.shape.size())) fail(n, "axis out of range");
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < x.shape.size(); ++i) {
+      (static_cast<std::int64_t>(i) < axis ? outer : inner) *= x.shape[i];
+    }
+    set_out(g, n, 0, x.dtype, {outer, inner});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void infer_shapes(Graph& graph, const CompilerOptions& options) {
+  if (options.batch_size < 1) {
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("batch size must be >= 1, got {}", options.batch_size));
+  }
+  for (int id : graph.inputs) {
+    Value& v = graph.values[static_cast<std::size_t>(id)];
+    if (!v.has_shape) {
+      throw Error(ErrorCode::IncompatibleModel,
+                  fmt::format("graph input '{}' has no declared shape", v.name));
+    }
+    for (std::size_t d = 0; d < v.shape.size(); ++d) {
+      if (v.shape[d] >= 0) continue;
+      if (d == 0) {
+        v.shape[d] = options.batch_size;
+      } else {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("graph input '{}' has symbolic dim {} ('{}'); only dim 0 (batch) "
+                                "may be symbolic", v.name, d, v.dim_params[d]));
+      }
+    }
+  }
+  for (const Node& n : graph.nodes) {
+    bool inputs_known = true;
+    for (int i : n.inputs) {
+      if (i >= 0 && !graph.values[static_cast<std::size_t>(i)].has_shape) inputs_known = false;
+    }
+    bool done = inputs_known && infer_node(graph, n);
+    if (!done) {
+      for (int o : n.outputs) {
+        if (o >= 0) graph.values[static_cast<std::size_t>(o)].has_shape = false;
+      }
+    }
+  }
+}
+
+}  // namespace furiosa::compiler

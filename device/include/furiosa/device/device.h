@@ -1,0 +1,148 @@
+// A Device: exclusive use of one PE or a fused range of PEs of one card. Memory, DMA, program
+// loading, and an in-order execution queue with completion fences.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "furiosa/device/isa.h"
+
+namespace furiosa::device {
+
+/// A device file: a card and a PE range on it, named as FuriosaAI's driver names them:
+/// "npu0pe0", "npu0pe1" (single PE) or "npu0pe0-1" (fused PE).
+struct DeviceFile {
+  int card = 0;
+  int first_pe = 0;
+  int last_pe = 0;  ///< inclusive; == first_pe for a single PE
+
+  /// "npu{card}pe{first}" or "npu{card}pe{first}-{last}".
+  std::string name() const;
+  /// Number of PEs used together.
+  int pe_count() const noexcept { return last_pe - first_pe + 1; }
+  /// True when both name the same card and their PE ranges intersect.
+  bool overlaps(const DeviceFile& other) const noexcept;
+  /// Parses "npu0pe0" / "npu0pe0-1" (an optional "/dev/" prefix is accepted). Throws
+  /// Error(InvalidArgument) naming the text when it is not a device file name.
+  static DeviceFile parse(std::string_view text);
+
+  bool operator==(const DeviceFile&) const = default;
+};
+
+/// Device-side timestamps of one execution, in ns on the host's steady clock (the simulator's
+/// device clock is calibrated to it). Produced by the backend, read after the fence signals.
+struct KernelTiming {
+  isa::KernelKind kind = isa::KernelKind::Reshape;
+  std::int32_t operator_index = -1;
+  std::int32_t instruction_index = -1;  ///< position of the kernel in the program
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint64_t cycles = 0;  ///< modelled NPU cycles
+};
+
+/// Timing of one execution: Load (DMA in), Execution (kernels), Store (DMA out).
+struct ExecutionTiming {
+  std::int64_t load_start_ns = 0, load_end_ns = 0;
+  std::int64_t exec_start_ns = 0, exec_end_ns = 0;
+  std::int64_t store_start_ns = 0, store_end_ns = 0;
+  std::vector<KernelTiming> kernels;
+  std::uint64_t execution_index = 0;  ///< sequence number of the execution on this device
+};
+
+/// Completion fence of a submitted execution. Signalled exactly once, with success or with the
+/// device error. Thread-safe: any number of threads may wait on it.
+class Fence {
+ public:
+  /// Blocks until signalled or until `timeout` passes; returns whether it was signalled.
+  bool wait_for(std::chrono::nanoseconds timeout) const;
+  /// Blocks until signalled.
+  void wait() const;
+  /// True once signalled.
+  bool signalled() const;
+  /// The error the execution failed with, or null on success. Call after the fence signalled.
+  std::exception_ptr error() const;
+  /// Timing of the execution. Call after the fence signalled.
+  const ExecutionTiming& timing() const;
+
+  /// Backend side: signals success with the execution's timing. Only the first signal counts.
+  void signal(ExecutionTiming timing);
+  /// Backend side: signals failure. Only the first signal counts.
+  void fail(std::exception_ptr error);
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  ExecutionTiming timing_;
+};
+
+/// A program resident in device DRAM, returned by Device::load(). Opaque to callers.
+class LoadedProgram {
+ public:
+  virtual ~LoadedProgram() = default;
+  /// The program this was loaded from.
+  virtual const isa::Program& program() const noexcept = 0;
+};
+
+/// Counters in the spirit of the card's perf registers. Cumulative since open.
+struct DeviceCounters {
+  std::uint64_t executions = 0;
+  std::uint64_t cycles = 0;             ///< modelled NPU cycles spent in kernels
+  std::uint64_t dma_bytes_to_device = 0;
+  std::uint64_t dma_bytes_to_host = 0;
+};
+
+/// A region of device DRAM.
+struct DeviceBuffer {
+  std::uint64_t address = 0;  ///< byte address in device DRAM
+  std::uint64_t size = 0;     ///< bytes
+};
+
+/// Exclusive handle on a device file. Closing (destroying) it releases the cores. All member
+/// functions are thread-safe. Executions submitted to one Device run in submission order.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  /// The device file this handle holds.
+  virtual const DeviceFile& file() const noexcept = 0;
+
+  /// Allocates `bytes` of device DRAM. Throws Error(DeviceFault) when DRAM is exhausted.
+  virtual DeviceBuffer allocate(std::uint64_t bytes) = 0;
+  /// Frees a buffer returned by allocate().
+  virtual void release(const DeviceBuffer& buffer) = 0;
+  /// DMA host->device into [address, address + data.size()). Throws Error(DeviceFault) when out
+  /// of range.
+  virtual void write(std::uint64_t address, std::span<const std::byte> data) = 0;
+  /// DMA device->host from [address, address + data.size()).
+  virtual void read(std::uint64_t address, std::span<std::byte> data) = 0;
+
+  /// Allocates the program's DRAM region and copies its constants there. Throws
+  /// Error(DeviceFault) when the program does not fit.
+  virtual std::shared_ptr<LoadedProgram> load(std::shared_ptr<const isa::Program> program) = 0;
+
+  /// Queues one execution of `program`: Load (DMA each inputs[i] to program.inputs[i]), run the
+  /// kernels, Store (DMA program.outputs[i] to outputs[i]). The caller keeps the input and output
+  /// buffers alive and untouched until the returned fence signals. Sizes must equal the
+  /// TensorRefs' size_bytes(), else Error(InvalidInput) is thrown and nothing is queued. A device
+  /// failure during the execution fails the fence, never the process. Blocks while the queue is
+  /// full (bounded).
+  virtual std::shared_ptr<Fence> submit(const LoadedProgram& program,
+                                        std::vector<std::span<const std::byte>> inputs,
+                                        std::vector<std::span<std::byte>> outputs) = 0;
+
+  /// Snapshot of the counters.
+  virtual DeviceCounters counters() const = 0;
+};
+
+}  // namespace furiosa::device

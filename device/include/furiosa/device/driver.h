@@ -1,0 +1,73 @@
+// Driver registry: each backend ("sim", later "pcie") registers a factory; a Driver enumerates
+// cards and opens device files exclusively.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "furiosa/device/device.h"
+
+namespace furiosa::device {
+
+/// One card as enumerated by a driver.
+struct CardInfo {
+  int index = 0;               ///< N of /dev/npuN
+  std::string arch;            ///< "warboy"
+  std::string busname;         ///< PCI bus id, e.g. "0000:6d:00.0"
+  std::string serial;
+  std::string firmware_version;
+  std::string driver_version;
+  int numa_node = -1;
+  int pe_count = 0;
+  std::vector<bool> pe_busy;   ///< per PE: held by an open Device
+  std::vector<DeviceFile> device_files;  ///< npuNpe0, npuNpe1, npuNpe0-1 ...
+};
+
+/// A backend. Thread-safe. The driver keeps track of which cores are held so that overlapping
+/// opens fail; a Device must not outlive the Driver that opened it.
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  /// The backend's registry name ("sim", "pcie").
+  virtual std::string_view name() const noexcept = 0;
+  /// Cards this backend can see, with per-core availability.
+  virtual std::vector<CardInfo> enumerate() const = 0;
+  /// Opens a device file exclusively. Throws Error(DeviceNotFound) when the card or PE range does
+  /// not exist and Error(DeviceBusy) when any of its cores is already held; both name the file.
+  virtual std::unique_ptr<Device> open(const DeviceFile& file) = 0;
+};
+
+/// Factory of a backend's driver.
+using DriverFactory = std::function<std::unique_ptr<Driver>()>;
+
+/// Maps backend names to driver factories and keeps one Driver instance per name once created.
+/// Thread-safe.
+class DriverRegistry {
+ public:
+  DriverRegistry() = default;
+  DriverRegistry(const DriverRegistry&) = delete;
+  DriverRegistry& operator=(const DriverRegistry&) = delete;
+
+  /// Registers `factory` under `name`; replaces an earlier factory of that name.
+  void register_factory(std::string name, DriverFactory factory);
+  /// Names of registered backends, sorted.
+  std::vector<std::string> names() const;
+  /// The driver for `name`, created on first use. Throws Error(DeviceNotFound) for an unknown
+  /// backend name.
+  Driver& driver(std::string_view name);
+
+  /// The process-wide registry with the built-in backends registered ("sim"). Created once
+  /// (std::call_once); the simulated cards it holds stand for hardware, which is process-wide.
+  static DriverRegistry& builtin();
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::string, DriverFactory>> factories_;
+  std::vector<std::pair<std::string, std::unique_ptr<Driver>>> drivers_;
+};
+
+}  // namespace furiosa::device

@@ -1,0 +1,637 @@
+// The simulator backend ("sim"): simulated Warboy cards, exclusive device files, simulated DRAM,
+// and one worker thread per open Device that runs its executions in submission order with
+// modelled timing (timing.cpp) and ONNX quantized-operator semantics (kernels.cpp).
+//
+// Environment, read by DriverRegistry::builtin() when its "sim" driver is first used (drivers
+// made with create_sim_driver() take only the SimConfig they are given):
+//   FURIOSA_SIM_CARDS          number of simulated cards      (default 1, allowed 0..256)
+//   FURIOSA_SIM_PES_PER_CARD   PEs per simulated card         (default 2, allowed 1..64)
+// An empty variable counts as unset; any other value that is not an integer in range makes the
+// driver creation throw Error(InvalidArgument) naming the variable.
+//
+// Memory model: each card has an address space of SimConfig::dram_bytes. Allocations are placed
+// first-fit at kDramAlign-aligned addresses and each one owns separate zero-initialised host
+// storage (calloc, so untouched pages cost nothing). DMA (write/read) must stay inside one
+// allocation of the calling Device; anything else is Error(DeviceFault) naming the device file and
+// address. Closing a Device frees its allocations and releases its cores. A LoadedProgram keeps
+// its region's storage alive, so queued executions never touch freed memory.
+//
+// Lifetime: the driver, its Devices and their LoadedPrograms share one SimState through
+// shared_ptr, so a Device still releases its cores correctly when it outlives the driver.
+#include "sim_driver.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <thread>
+#include <utility>
+
+#include "furiosa/device/error.h"
+#include "furiosa/device/sim.h"
+#include "kernels.h"
+#include "timing.h"
+
+// The project version reported as firmware "sim-<version>". The build may pass the real one;
+// otherwise this must be kept in step with project(VERSION) in the top-level CMakeLists.txt.
+#ifndef FURIOSA_VERSION
+#define FURIOSA_VERSION "0.1.0"
+#endif
+
+namespace furiosa::device {
+
+namespace sim {
+
+namespace {
+
+// Integer value of environment variable `name` in [lo, hi], or `fallback` when unset or empty.
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < lo || value > hi) {
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("{}='{}' is not an integer in [{}, {}]", name, text, lo, hi));
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+SimConfig sim_config_from_environment() {
+  SimConfig config;
+  config.cards = env_int("FURIOSA_SIM_CARDS", config.cards, 0, 256);
+  config.pes_per_card = env_int("FURIOSA_SIM_PES_PER_CARD", config.pes_per_card, 1, 64);
+  return config;
+}
+
+}  // namespace sim
+
+namespace {
+
+/// Alignment (and minimum address-space footprint) of simulated DRAM allocations.
+constexpr std::uint64_t kDramAlign = 256;
+
+// ns since the steady clock's epoch: the clock of every timestamp in ExecutionTiming.
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Zero-filled host storage of `bytes` bytes; null when the host is out of memory.
+std::shared_ptr<std::byte> zeroed_storage(std::uint64_t bytes) {
+  void* p = std::calloc(static_cast<std::size_t>(std::max<std::uint64_t>(bytes, 1)), 1);
+  if (p == nullptr) return nullptr;
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+/// One allocation in a card's simulated DRAM.
+struct Allocation {
+  std::uint64_t size = 0;           ///< bytes requested
+  std::uint64_t reserved = 0;       ///< address space taken (size rounded up to kDramAlign)
+  std::uint64_t owner = 0;          ///< id of the SimDevice that allocated it
+  std::uint64_t id = 0;             ///< unique per allocation, so stale handles are recognised
+  std::shared_ptr<std::byte> data;  ///< `size` bytes of storage
+};
+
+/// Host storage behind a device address: the allocation's bytes and the offset into them.
+struct Located {
+  std::shared_ptr<std::byte> data;
+  std::uint64_t offset = 0;
+};
+
+/// State shared by a SimDriver, its SimDevices and their loaded programs: which cores are held
+/// and what each card's DRAM holds. Thread-safe (one mutex; data copies happen outside it).
+class SimState {
+ public:
+  explicit SimState(const SimConfig& config)
+      : config(config), dram_(static_cast<std::size_t>(config.cards)) {}
+
+  const SimConfig config;
+
+  /// Reserves the cores of `file`; throws DeviceNotFound / DeviceBusy. Returns an owner id.
+  std::uint64_t acquire(const DeviceFile& file) {
+    const int cards = config.cards, pes = config.pes_per_card;
+    if (file.card < 0 || file.card >= cards || file.first_pe < 0 || file.last_pe < file.first_pe ||
+        file.last_pe >= pes) {
+      const std::string what =
+          cards == 0 ? std::string("the sim driver has no cards")
+                     : fmt::format("the sim driver has card(s) npu0..npu{} with PEs pe0..pe{} each",
+                                   cards - 1, pes - 1);
+      throw Error(ErrorCode::DeviceNotFound,
+                  fmt::format("{}: no such device; {}", file.name(), what));
+    }
+    std::lock_guard lock(mu_);
+    for (const DeviceFile& held : held_) {
+      if (held.overlaps(file)) {
+        throw Error(ErrorCode::DeviceBusy, fmt::format("{}: device busy: its cores are held by {}",
+                                                       file.name(), held.name()));
+      }
+    }
+    held_.push_back(file);
+    return next_owner_++;
+  }
+
+  /// Releases the cores reserved by acquire(file).
+  void release_cores(const DeviceFile& file) {
+    std::lock_guard lock(mu_);
+    auto it = std::find(held_.begin(), held_.end(), file);
+    if (it != held_.end()) held_.erase(it);
+  }
+
+  /// The cards with their per-PE availability.
+  std::vector<CardInfo> enumerate() const {
+    std::lock_guard lock(mu_);
+    std::vector<CardInfo> cards;
+    for (int c = 0; c < config.cards; ++c) {
+      CardInfo info;
+      info.index = c;
+      info.arch = "warboy";
+      info.busname = fmt::format("0000:{:02x}:00.0", c + 1);  // bus 00 is the host bridge
+      info.serial = fmt::format("SIM{:04d}", c);
+      info.firmware_version = "sim-" FURIOSA_VERSION;
+      info.driver_version = "sim";
+      info.numa_node = 0;
+      info.pe_count = config.pes_per_card;
+      info.pe_busy.assign(static_cast<std::size_t>(config.pes_per_card), false);
+      for (const DeviceFile& held : held_) {
+        if (held.card != c) continue;
+        for (int pe = held.first_pe; pe <= held.last_pe; ++pe) {
+          info.pe_busy[static_cast<std::size_t>(pe)] = true;
+        }
+      }
+      for (int pe = 0; pe < config.pes_per_card; ++pe) info.device_files.push_back({c, pe, pe});
+      if (config.pes_per_card >= 2) info.device_files.push_back({c, 0, config.pes_per_card - 1});
+      cards.push_back(std::move(info));
+    }
+    return cards;
+  }
+
+  /// Allocates `bytes` on `file`'s card for `owner`; returns the address and the allocation.
+  /// Throws DeviceFault when the card's DRAM has no gap large enough or the host has no memory.
+  std::pair<std::uint64_t, Allocation> allocate(const DeviceFile& file, std::uint64_t owner,
+                                                std::uint64_t bytes) {
+    const std::uint64_t dram = config.dram_bytes;
+    std::lock_guard lock(mu_);
+    auto& card = dram_[static_cast<std::size_t>(file.card)];
+    std::uint64_t used = 0;
+    for (const auto& entry : card) used += entry.second.reserved;
+    auto exhausted = [&] {
+      return Error(ErrorCode::DeviceFault,
+                   fmt::format("{}: device DRAM exhausted: cannot allocate {} bytes (npu{} has {} "
+                               "bytes, {} in use)",
+                               file.name(), bytes, file.card, dram, used));
+    };
+    if (bytes > dram) throw exhausted();
+    const std::uint64_t reserved =
+        std::max<std::uint64_t>((bytes + kDramAlign - 1) / kDramAlign * kDramAlign, kDramAlign);
+    std::uint64_t cursor = 0;  // first-fit over the gaps between allocations
+    for (const auto& [address, allocation] : card) {
+      if (address - cursor >= reserved) break;
+      cursor = address + allocation.reserved;
+    }
+    if (cursor > dram || dram - cursor < reserved) throw exhausted();
+    Allocation allocation{bytes, reserved, owner, next_allocation_id_++, zeroed_storage(bytes)};
+    if (!allocation.data) {
+      throw Error(ErrorCode::DeviceFault,
+                  fmt::format("{}: host memory for {} bytes of simulated DRAM is exhausted",
+                              file.name(), bytes));
+    }
+    card.emplace(cursor, allocation);
+    return {cursor, std::move(allocation)};
+  }
+
+  /// Frees the allocation of `owner` at buffer.address; throws DeviceFault when there is none.
+  void release(const DeviceFile& file, std::uint64_t owner, const DeviceBuffer& buffer) {
+    std::lock_guard lock(mu_);
+    auto& card = dram_[static_cast<std::size_t>(file.card)];
+    auto it = card.find(buffer.address);
+    if (it == card.end() || it->second.owner != owner || it->second.size != buffer.size) {
+      throw Error(ErrorCode::DeviceFault,
+                  fmt::format("{}: release of {} bytes at 0x{:x}, which is not a buffer allocated "
+                              "on this device",
+                              file.name(), buffer.size, buffer.address));
+    }
+    card.erase(it);
+  }
+
+  /// Frees the allocation at `address` if it is still allocation `id` (no-op otherwise).
+  void release_if_current(int card_index, std::uint64_t address, std::uint64_t id) noexcept {
+    std::lock_guard lock(mu_);
+    auto& card = dram_[static_cast<std::size_t>(card_index)];
+    auto it = card.find(address);
+    if (it != card.end() && it->second.id == id) card.erase(it);
+  }
+
+  /// Frees every allocation of `owner` on `card_index`.
+  void release_all(int card_index, std::uint64_t owner) noexcept {
+    std::lock_guard lock(mu_);
+    std::erase_if(dram_[static_cast<std::size_t>(card_index)],
+                  [owner](const auto& entry) { return entry.second.owner == owner; });
+  }
+
+  /// The storage of [address, address + bytes) when it lies inside one allocation of `owner`;
+  /// throws DeviceFault naming the device file, the access and the address otherwise.
+  Located locate(const DeviceFile& file, std::uint64_t owner, std::uint64_t address,
+                 std::uint64_t bytes, std::string_view access) const {
+    std::lock_guard lock(mu_);
+    const auto& card = dram_[static_cast<std::size_t>(file.card)];
+    auto it = card.upper_bound(address);
+    if (it != card.begin()) {
+      --it;
+      const Allocation& a = it->second;
+      const std::uint64_t offset = address - it->first;
+      if (a.owner == owner && offset <= a.size && bytes <= a.size - offset) {
+        return {a.data, offset};
+      }
+    }
+    throw Error(ErrorCode::DeviceFault,
+                fmt::format("{}: {} of {} bytes at 0x{:x} is outside the buffers allocated on "
+                            "this device",
+                            file.name(), access, bytes, address));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<DeviceFile> held_;                           // open device files
+  std::vector<std::map<std::uint64_t, Allocation>> dram_;  // per card, by address
+  std::uint64_t next_owner_ = 1;
+  std::uint64_t next_allocation_id_ = 1;
+};
+
+/// A program resident in a SimDevice's DRAM. Frees its region when destroyed (unless the Device
+/// already freed it on close); keeps the region's storage alive for queued executions.
+class SimLoadedProgram final : public LoadedProgram,
+                               public std::enable_shared_from_this<SimLoadedProgram> {
+ public:
+  SimLoadedProgram(std::shared_ptr<const isa::Program> program, std::shared_ptr<SimState> state,
+                   int card, std::uint64_t owner, std::uint64_t base, const Allocation& allocation)
+      : program_(std::move(program)),
+        state_(std::move(state)),
+        card_(card),
+        owner_(owner),
+        base_(base),
+        allocation_id_(allocation.id),
+        storage_(allocation.data),
+        size_(allocation.size) {}
+  ~SimLoadedProgram() override { state_->release_if_current(card_, base_, allocation_id_); }
+
+  const isa::Program& program() const noexcept override { return *program_; }
+  /// Id of the SimDevice that loaded it.
+  std::uint64_t owner() const noexcept { return owner_; }
+  /// Device address of the program's DRAM region.
+  std::uint64_t base_address() const noexcept { return base_; }
+  /// The program's DRAM region (TensorRef addresses are offsets into it).
+  std::span<std::byte> region() const noexcept {
+    return {storage_.get(), static_cast<std::size_t>(size_)};
+  }
+
+ private:
+  std::shared_ptr<const isa::Program> program_;
+  std::shared_ptr<SimState> state_;
+  int card_;
+  std::uint64_t owner_;
+  std::uint64_t base_;
+  std::uint64_t allocation_id_;
+  std::shared_ptr<std::byte> storage_;
+  std::uint64_t size_;
+};
+
+/// An open simulated device file: DRAM access on its card and an in-order execution queue
+/// served by one worker thread.
+class SimDevice final : public Device {
+ public:
+  SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner)
+      : state_(std::move(state)), file_(file), name_(file.name()), owner_(owner) {
+    worker_ = std::thread([this] { worker_loop(); });
+  }
+
+  /// Drains the queue (every queued execution runs and signals its fence), joins the worker,
+  /// frees this device's DRAM and releases its cores.
+  ~SimDevice() override {
+    {
+      std::lock_guard lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_not_empty_.notify_all();
+    queue_not_full_.notify_all();
+    worker_.join();
+    state_->release_all(file_.card, owner_);
+    state_->release_cores(file_);
+    spdlog::debug("sim: closed {}", name_);
+  }
+
+  const DeviceFile& file() const noexcept override { return file_; }
+
+  DeviceBuffer allocate(std::uint64_t bytes) override {
+    return {state_->allocate(file_, owner_, bytes).first, bytes};
+  }
+
+  void release(const DeviceBuffer& buffer) override { state_->release(file_, owner_, buffer); }
+
+  void write(std::uint64_t address, std::span<const std::byte> data) override {
+    Located at = state_->locate(file_, owner_, address, data.size(), "DMA write");
+    if (!data.empty()) std::memcpy(at.data.get() + at.offset, data.data(), data.size());
+    std::lock_guard lock(counters_mu_);
+    counters_.dma_bytes_to_device += data.size();
+  }
+
+  void read(std::uint64_t address, std::span<std::byte> data) override {
+    Located at = state_->locate(file_, owner_, address, data.size(), "DMA read");
+    if (!data.empty()) std::memcpy(data.data(), at.data.get() + at.offset, data.size());
+    std::lock_guard lock(counters_mu_);
+    counters_.dma_bytes_to_host += data.size();
+  }
+
+  std::shared_ptr<LoadedProgram> load(std::shared_ptr<const isa::Program> program) override {
+    if (!program)
+      throw Error(ErrorCode::InvalidArgument, fmt::format("{}: load of a null program", name_));
+    if (program->constants.size() > program->dram_bytes) {
+      throw Error(
+          ErrorCode::DeviceFault,
+          fmt::format("{}: program '{}' has {} bytes of constants but a DRAM region of "
+                      "only {} bytes",
+                      name_, program->name, program->constants.size(), program->dram_bytes));
+    }
+    auto [base, allocation] = state_->allocate(file_, owner_, program->dram_bytes);
+    if (!program->constants.empty()) {
+      std::memcpy(allocation.data.get(), program->constants.data(), program->constants.size());
+    }
+    {
+      std::lock_guard lock(counters_mu_);
+      counters_.dma_bytes_to_device += program->constants.size();
+    }
+    return std::make_shared<SimLoadedProgram>(std::move(program), state_, file_.card, owner_, base,
+                                              allocation);
+  }
+
+  std::shared_ptr<Fence> submit(const LoadedProgram& program,
+                                std::vector<std::span<const std::byte>> inputs,
+                                std::vector<std::span<std::byte>> outputs) override {
+    const auto* loaded = dynamic_cast<const SimLoadedProgram*>(&program);
+    if (loaded == nullptr || loaded->owner() != owner_) {
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("{}: program '{}' was not loaded on this device", name_,
+                              program.program().name));
+    }
+    const isa::Program& prog = loaded->program();
+    check_sizes(prog, "input", prog.inputs, inputs);
+    check_sizes(prog, "output", prog.outputs, outputs);
+
+    Task task{loaded->shared_from_this(), std::move(inputs), std::move(outputs),
+              std::make_shared<Fence>(), 0};
+    std::shared_ptr<Fence> fence = task.fence;
+    {
+      std::unique_lock lock(queue_mu_);
+      const std::size_t capacity = std::max<std::size_t>(state_->config.queue_capacity, 1);
+      queue_not_full_.wait(lock, [&] { return stopping_ || queue_.size() < capacity; });
+      if (stopping_) {
+        throw Error(ErrorCode::SessionClosed, fmt::format("{}: the device is closing", name_));
+      }
+      task.index = next_execution_index_++;
+      queue_.push_back(std::move(task));
+    }
+    queue_not_empty_.notify_one();
+    return fence;
+  }
+
+  DeviceCounters counters() const override {
+    std::lock_guard lock(counters_mu_);
+    return counters_;
+  }
+
+ private:
+  /// One queued execution.
+  struct Task {
+    std::shared_ptr<const SimLoadedProgram> program;
+    std::vector<std::span<const std::byte>> inputs;
+    std::vector<std::span<std::byte>> outputs;
+    std::shared_ptr<Fence> fence;
+    std::uint64_t index = 0;  ///< execution_index
+  };
+
+  /// Throws InvalidInput unless `given` matches the program's tensors in count and byte sizes.
+  template <class Span>
+  void check_sizes(const isa::Program& prog, std::string_view what,
+                   const std::vector<isa::TensorRef>& refs, const std::vector<Span>& given) const {
+    if (given.size() != refs.size()) {
+      throw Error(ErrorCode::InvalidInput,
+                  fmt::format("{}: program '{}' has {} {}(s) but {} were given", name_, prog.name,
+                              refs.size(), what, given.size()));
+    }
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      if (given[i].size() != refs[i].size_bytes()) {
+        throw Error(ErrorCode::InvalidInput,
+                    fmt::format("{}: {} {} of program '{}' ({} {} {}) must be {} bytes but {} "
+                                "bytes were given",
+                                name_, what, i, prog.name, shape_to_string(refs[i].shape),
+                                dtype_name(refs[i].dtype), isa::layout_name(refs[i].layout),
+                                refs[i].size_bytes(), given[i].size()));
+      }
+    }
+  }
+
+  /// The worker: runs queued executions in order until closing and drained.
+  void worker_loop() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock lock(queue_mu_);
+        queue_not_empty_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // closing, and every execution has been run
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      queue_not_full_.notify_one();
+      try {
+        execute(task);
+      } catch (...) {  // execute() reports through the fence; this is the last resort
+        task.fence->fail(std::current_exception());
+      }
+    }
+  }
+
+  /// Checks that `ref` (a program input or output) is well formed and inside the region.
+  void check_dma(const isa::TensorRef& ref, std::span<std::byte> region, std::string_view what,
+                 std::size_t index, std::uint64_t execution) const {
+    const std::uint64_t size = ref.size_bytes();
+    const bool bad_layout = ref.layout == isa::Layout::LoweredNCHW && ref.shape.size() != 4;
+    if (bad_layout || ref.address > region.size() || size > region.size() - ref.address) {
+      throw Error(ErrorCode::DeviceFault,
+                  fmt::format("{}: execution {}: DMA of {} {} ({} bytes at 0x{:x}) is outside the "
+                              "program region of {} bytes",
+                              name_, execution, what, index, size, ref.address, region.size()));
+    }
+  }
+
+  /// Runs one execution: Load, kernels, Store, modelled timing; signals or fails its fence.
+  void execute(Task& task) {
+    const SimConfig& config = state_->config;
+    const isa::Program& prog = task.program->program();
+    const std::span<std::byte> region = task.program->region();
+    ExecutionTiming timing;
+    timing.execution_index = task.index;
+    std::int64_t clock = std::max(steady_now_ns(), timeline_ns_);
+    std::uint64_t to_device = 0, to_host = 0, cycles = 0;
+    std::exception_ptr error;
+    timing.load_start_ns = clock;
+    try {
+      for (std::size_t i = 0; i < prog.inputs.size(); ++i) {  // Load
+        const isa::TensorRef& ref = prog.inputs[i];
+        check_dma(ref, region, "input", i, task.index);
+        const std::span<const std::byte> src = task.inputs[i];
+        if (!src.empty()) std::memcpy(region.data() + ref.address, src.data(), src.size());
+        clock += sim::dma_duration_ns(config, src.size());
+        to_device += src.size();
+      }
+      timing.load_end_ns = clock;
+      timing.exec_start_ns = clock;
+      timing.kernels.reserve(prog.kernels.size());
+      for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
+        const isa::Kernel& kernel = prog.kernels[k];
+        run_kernel(kernel, k, region, task.index);
+        KernelTiming kt;
+        kt.kind = kernel.kind;
+        kt.operator_index = kernel.operator_index;
+        kt.instruction_index = static_cast<std::int32_t>(k);
+        kt.cycles = sim::kernel_cycles(config, kernel, file_.pe_count());
+        kt.start_ns = clock;
+        clock += sim::cycles_to_ns(config, kt.cycles);
+        kt.end_ns = clock;
+        cycles += kt.cycles;
+        timing.kernels.push_back(kt);
+      }
+      timing.exec_end_ns = clock;
+      timing.store_start_ns = clock;
+      for (std::size_t i = 0; i < prog.outputs.size(); ++i) {  // Store
+        const isa::TensorRef& ref = prog.outputs[i];
+        check_dma(ref, region, "output", i, task.index);
+        const std::span<std::byte> dst = task.outputs[i];
+        if (!dst.empty()) std::memcpy(dst.data(), region.data() + ref.address, dst.size());
+        clock += sim::dma_duration_ns(config, dst.size());
+        to_host += dst.size();
+      }
+      timing.store_end_ns = clock;
+    } catch (const Error&) {
+      error = std::current_exception();
+    } catch (const std::exception& e) {
+      error = std::make_exception_ptr(
+          Error(ErrorCode::DeviceFault,
+                fmt::format("{}: execution {}: {}", name_, task.index, e.what())));
+    }
+    timeline_ns_ = clock;
+    {
+      std::lock_guard lock(counters_mu_);
+      if (!error) ++counters_.executions;
+      counters_.cycles += cycles;
+      counters_.dma_bytes_to_device += to_device;
+      counters_.dma_bytes_to_host += to_host;
+    }
+    if (config.pacing) {
+      std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::nanoseconds(clock))));
+    }
+    if (error) {
+      task.fence->fail(error);
+    } else {
+      task.fence->signal(std::move(timing));
+    }
+  }
+
+  /// Runs kernel `index` functionally; any failure becomes Error(DeviceFault) naming the device
+  /// file, the execution, the instruction index, the kernel name and its node.
+  void run_kernel(const isa::Kernel& kernel, std::size_t index, std::span<std::byte> region,
+                  std::uint64_t execution) const {
+    auto fault = [&](std::string_view detail) {
+      return Error(
+          ErrorCode::DeviceFault,
+          fmt::format("{}: execution {}: instruction {} ({}, node '{}') failed: {}", name_,
+                      execution, index, isa::kernel_name(kernel.kind), kernel.node_name, detail));
+    };
+    try {
+      sim::run_kernel(kernel, region);
+    } catch (const Error& e) {
+      throw fault(e.message());
+    } catch (const std::exception& e) {
+      throw fault(e.what());
+    }
+  }
+
+  std::shared_ptr<SimState> state_;
+  const DeviceFile file_;
+  const std::string name_;  ///< file_.name()
+  const std::uint64_t owner_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_not_empty_;
+  std::condition_variable queue_not_full_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  std::uint64_t next_execution_index_ = 0;
+
+  std::int64_t timeline_ns_ = 0;  ///< device clock: end of the last execution (worker only)
+
+  mutable std::mutex counters_mu_;
+  DeviceCounters counters_;
+
+  std::thread worker_;  ///< started last, in the constructor body
+};
+
+/// The simulator driver: a set of simulated cards.
+class SimDriver final : public Driver {
+ public:
+  explicit SimDriver(const SimConfig& config) : state_(std::make_shared<SimState>(config)) {}
+
+  std::string_view name() const noexcept override { return "sim"; }
+
+  std::vector<CardInfo> enumerate() const override { return state_->enumerate(); }
+
+  std::unique_ptr<Device> open(const DeviceFile& file) override {
+    const std::uint64_t owner = state_->acquire(file);
+    try {
+      auto device = std::make_unique<SimDevice>(state_, file, owner);
+      spdlog::debug("sim: opened {}", file.name());
+      return device;
+    } catch (...) {
+      state_->release_cores(file);
+      throw;
+    }
+  }
+
+ private:
+  std::shared_ptr<SimState> state_;
+};
+
+// Throws Error(InvalidArgument) unless `config` describes a usable simulator.
+void validate(const SimConfig& config) {
+  auto bad = [](std::string_view what) {
+    return Error(ErrorCode::InvalidArgument, fmt::format("invalid SimConfig: {}", what));
+  };
+  if (config.cards < 0) throw bad(fmt::format("cards = {} must be >= 0", config.cards));
+  if (config.pes_per_card < 1)
+    throw bad(fmt::format("pes_per_card = {} must be >= 1", config.pes_per_card));
+  if (!(config.clock_ghz > 0)) throw bad("clock_ghz must be > 0");
+  if (!(config.macs_per_cycle_per_pe > 0)) throw bad("macs_per_cycle_per_pe must be > 0");
+  if (!(config.pcie_bytes_per_ns > 0)) throw bad("pcie_bytes_per_ns must be > 0");
+  if (config.dma_latency_ns < 0) throw bad("dma_latency_ns must be >= 0");
+}
+
+}  // namespace
+
+std::unique_ptr<Driver> create_sim_driver(const SimConfig& config) {
+  validate(config);
+  return std::make_unique<SimDriver>(config);
+}
+
+}  // namespace furiosa::device

@@ -1,0 +1,118 @@
+// Device files and completion fences.
+#include "furiosa/device/device.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "furiosa/device/error.h"
+
+namespace furiosa::device {
+
+std::string DeviceFile::name() const {
+  if (last_pe == first_pe) return fmt::format("npu{}pe{}", card, first_pe);
+  return fmt::format("npu{}pe{}-{}", card, first_pe, last_pe);
+}
+
+bool DeviceFile::overlaps(const DeviceFile& other) const noexcept {
+  return card == other.card && first_pe <= other.last_pe && other.first_pe <= last_pe;
+}
+
+namespace {
+
+// Consumes `prefix` from the front of `text`; false when it is not there.
+bool consume(std::string_view& text, std::string_view prefix) {
+  if (!text.starts_with(prefix)) return false;
+  text.remove_prefix(prefix.size());
+  return true;
+}
+
+// Consumes a run of 1..6 decimal digits into `value`; false when there is none (or too long,
+// which no real card or PE index needs and which keeps the value far from int overflow).
+bool consume_number(std::string_view& text, int& value) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 6) return false;
+  std::from_chars(text.data(), text.data() + digits, value);
+  text.remove_prefix(digits);
+  return true;
+}
+
+}  // namespace
+
+DeviceFile DeviceFile::parse(std::string_view text) {
+  std::string_view rest = text;
+  consume(rest, "/dev/");
+  DeviceFile file;
+  bool ok = consume(rest, "npu") && consume_number(rest, file.card) && consume(rest, "pe") &&
+            consume_number(rest, file.first_pe);
+  file.last_pe = file.first_pe;
+  if (ok && consume(rest, "-")) {
+    // A fused range names at least two PEs in increasing order, so name() gives the text back.
+    ok = consume_number(rest, file.last_pe) && file.last_pe > file.first_pe;
+  }
+  if (!ok || !rest.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("'{}' is not a device file name (expected npu<card>pe<pe> or "
+                            "npu<card>pe<first>-<last>, e.g. npu0pe0 or npu0pe0-1)",
+                            text));
+  }
+  return file;
+}
+
+bool Fence::wait_for(std::chrono::nanoseconds timeout) const {
+  // Very long timeouts (e.g. nanoseconds::max()) would overflow now() + timeout: wait forever.
+  if (timeout > std::chrono::hours(24 * 365 * 100)) {
+    wait();
+    return true;
+  }
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return done_; });
+}
+
+void Fence::wait() const {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+}
+
+bool Fence::signalled() const {
+  std::lock_guard lock(mu_);
+  return done_;
+}
+
+std::exception_ptr Fence::error() const {
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+const ExecutionTiming& Fence::timing() const {
+  // The lock orders this read after the signalling write; timing_ never changes afterwards.
+  std::lock_guard lock(mu_);
+  return timing_;
+}
+
+void Fence::signal(ExecutionTiming timing) {
+  {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    timing_ = std::move(timing);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Fence::fail(std::exception_ptr error) {
+  // A failure must carry an error, or waiters would take it for success.
+  if (!error) {
+    error = std::make_exception_ptr(Error(ErrorCode::Internal, "fence failed without an error"));
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    error_ = std::move(error);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace furiosa::device

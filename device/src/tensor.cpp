@@ -1,0 +1,83 @@
+// Element types, shapes and the owning host tensor.
+#include "furiosa/device/tensor.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <utility>
+
+#include "furiosa/device/error.h"
+
+namespace furiosa {
+
+std::size_t dtype_size(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::Float32: return 4;
+    case DType::UInt8: return 1;
+    case DType::Int8: return 1;
+    case DType::Int32: return 4;
+    case DType::Int64: return 8;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::Float32: return "float32";
+    case DType::UInt8: return "uint8";
+    case DType::Int8: return "int8";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+  }
+  return "unknown";
+}
+
+std::int64_t element_count(const Shape& shape) noexcept {
+  std::int64_t count = 1;
+  for (std::int64_t d : shape) count *= d;
+  return count;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<std::int64_t> strides(shape.size(), 1);
+  std::int64_t stride = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+namespace {
+
+// Byte size of a dense tensor; throws Error(InvalidInput) on a negative dimension.
+std::size_t checked_byte_size(DType dtype, const Shape& shape) {
+  for (std::int64_t d : shape) {
+    if (d < 0) {
+      throw Error(ErrorCode::InvalidInput,
+                  fmt::format("tensor shape {} has a negative dimension", shape_to_string(shape)));
+    }
+  }
+  return static_cast<std::size_t>(element_count(shape)) * dtype_size(dtype);
+}
+
+}  // namespace
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)), data_(checked_byte_size(dtype_, shape_)) {}
+
+Tensor::Tensor(DType dtype, Shape shape, std::vector<std::byte> data)
+    : dtype_(dtype), shape_(std::move(shape)), data_(std::move(data)) {
+  std::size_t expected = checked_byte_size(dtype_, shape_);
+  if (data_.size() != expected) {
+    throw Error(ErrorCode::InvalidInput,
+                fmt::format("a {} tensor of shape {} needs {} bytes but {} bytes were given",
+                            dtype_name(dtype_), shape_to_string(shape_), expected, data_.size()));
+  }
+}
+
+}  // namespace furiosa

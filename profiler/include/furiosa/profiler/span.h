@@ -1,0 +1,61 @@
+// The span model: OpenTelemetry-like trace and span ids with the attributes of FuriosaAI's
+// profiler records (thread.id, pe_index, execution_index, instruction_index, operator_index).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace furiosa::profiler {
+
+/// Span category: host-side runtime work or device-side NPU work.
+enum class Category : std::uint8_t { Runtime, NPU };
+
+/// "Runtime" / "NPU".
+std::string_view category_name(Category cat) noexcept;
+
+/// 128-bit trace id; one per inference.
+struct TraceId {
+  std::uint64_t hi = 0;
+  std::uint64_t lo = 0;
+  bool valid() const noexcept { return hi != 0 || lo != 0; }
+  /// 32 lowercase hex digits.
+  std::string to_hex() const;
+  bool operator==(const TraceId&) const = default;
+};
+
+/// The context a child span is created under: its trace and its parent span.
+struct SpanContext {
+  TraceId trace_id;
+  std::uint64_t span_id = 0;  ///< the parent-to-be; 0 = no parent (root)
+  bool valid() const noexcept { return trace_id.valid(); }
+};
+
+/// One finished span. Times are ns on the steady (monotonic) clock, see now_ns().
+struct SpanRecord {
+  TraceId trace_id;
+  std::uint64_t span_id = 0;
+  std::uint64_t parent_span_id = 0;  ///< 0 for a root span
+  std::string name;                  ///< Inference, Quantize, Lower, Enqueue, Load, ...
+  Category cat = Category::Runtime;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint64_t thread_id = 0;       ///< host thread that recorded it (0 for device spans)
+  std::int32_t card = -1;            ///< card index for NPU spans
+  std::int32_t pe_index = -1;        ///< first PE of the device for NPU spans
+  std::int64_t execution_index = -1;
+  std::int32_t instruction_index = -1;
+  std::int32_t operator_index = -1;
+  /// Non-zero on the two ends of a host->device flow (Enqueue and its Execution share it).
+  std::uint64_t flow_id = 0;
+
+  std::int64_t dur_ns() const noexcept { return end_ns - start_ns; }
+};
+
+/// ns since an arbitrary fixed point of std::chrono::steady_clock (monotonic).
+std::int64_t now_ns() noexcept;
+
+/// Small stable id of the calling thread (1, 2, ... in order of first use in the process).
+std::uint64_t current_thread_id() noexcept;
+
+}  // namespace furiosa::profiler

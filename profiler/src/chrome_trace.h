@@ -1,0 +1,29 @@
+// Private: the Chrome Trace Event Format exporter behind Profiler::write_chrome_trace().
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "furiosa/profiler/span.h"
+
+namespace furiosa::profiler::detail {
+
+/// Value of otherData.schema; bump when the layout of events or args changes incompatibly.
+inline constexpr const char* kTraceSchema = "furiosa-trace/1";
+
+/// pid of the host process track (all Runtime spans).
+inline constexpr int kHostPid = 1;
+/// pid of card N's track is kNpuPidBase + N (NPU spans).
+inline constexpr int kNpuPidBase = 100;
+
+/// Builds the Chrome Trace Event JSON document of `spans` (any order; they are sorted with
+/// sort_spans first). See chrome_trace.cpp for the layout of processes, threads, args and flows.
+nlohmann::json chrome_trace_document(std::vector<SpanRecord> spans);
+
+/// Writes chrome_trace_document(spans) to `path` (created or truncated). Throws
+/// std::runtime_error naming the path when the file cannot be opened or written.
+void write_chrome_trace_file(const std::filesystem::path& path, std::vector<SpanRecord> spans);
+
+}  // namespace furiosa::profiler::detail

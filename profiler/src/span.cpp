@@ -1,0 +1,38 @@
+// The span model's free functions: category names, trace id rendering, the clock and thread ids.
+#include "furiosa/profiler/span.h"
+
+#include <atomic>
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace furiosa::profiler {
+
+std::string_view category_name(Category cat) noexcept {
+  switch (cat) {
+    case Category::Runtime:
+      return "Runtime";
+    case Category::NPU:
+      return "NPU";
+  }
+  return "Unknown";  // only reachable through a cast of an out-of-range value
+}
+
+std::string TraceId::to_hex() const { return fmt::format("{:016x}{:016x}", hi, lo); }
+
+std::int64_t now_ns() noexcept {
+  // The simulated device stamps its Load/Execution/Store spans on this same clock, so host and
+  // device spans can be laid out on one time axis.
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint64_t current_thread_id() noexcept {
+  // Ids are handed out in order of first use; 0 is never given so it can mean "no host thread".
+  static std::atomic<std::uint64_t> next_id{0};
+  thread_local const std::uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed) + 1;
+  return id;
+}
+
+}  // namespace furiosa::profiler

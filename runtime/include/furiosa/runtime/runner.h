@@ -1,0 +1,107 @@
+// The public C++ API: compile a model for a device and run it synchronously.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/compiler/graph.h"
+#include "furiosa/device/driver.h"
+#include "furiosa/device/error.h"
+#include "furiosa/device/tensor.h"
+#include "furiosa/profiler/profiler.h"
+
+namespace furiosa::runtime {
+
+/// Description of a model input or output, as FuriosaAI's SDK reports it.
+struct TensorDesc {
+  std::string name;
+  DType dtype = DType::Float32;
+  Shape shape;
+  /// Axis naming: "NCHW" for 4-D image tensors, "NC" for 2-D, "C" for 1-D, "" otherwise.
+  std::string format;
+
+  /// Bytes of a dense tensor of this description.
+  std::size_t size() const noexcept;
+  /// Row-major strides in elements.
+  std::vector<std::int64_t> strides() const;
+  /// "name: uint8 [1, 1, 28, 28] NCHW (784 bytes)".
+  std::string to_string() const;
+};
+
+/// The inputs and outputs of a compiled model.
+struct Model {
+  std::vector<TensorDesc> inputs;
+  std::vector<TensorDesc> outputs;
+};
+
+/// Options of create_runner. Names follow FuriosaAI's SDK (`device`, `worker_num`,
+/// `compiler_config`).
+struct RunnerOptions {
+  /// Device spec: a device file ("npu0pe0", "npu0pe0-1") or "npu:X:Y" / "npu:X:Y-Z". Empty means:
+  /// FURIOSA_DEVICES, else NPU_DEVNAME, else "npu0pe0-1" (fused PE 0-1 of card 0).
+  std::string device;
+  /// Host workers running CPU pre/post-ops and waiting on the device (>= 1).
+  int worker_num = 2;
+  /// Compiler options (batch size, ...). pe_count is set from the device.
+  compiler::CompilerOptions compiler_config;
+  /// Where spans go. Null means the FURIOSA_PROFILER_OUTPUT_PATH profiler, if that is set.
+  std::shared_ptr<profiler::Profiler> profiler;
+  /// Backend to open the device with. Null means the built-in "sim" driver. Borrowed: must
+  /// outlive the Runner.
+  device::Driver* driver = nullptr;
+};
+
+/// A model compiled for and bound to one device. run() is thread-safe: calls from many threads
+/// are spread over the workers and share the device's in-order queue. Destroying the Runner
+/// waits for in-flight runs, then releases the device.
+class Runner {
+ public:
+  struct Impl;
+  explicit Runner(std::unique_ptr<Impl> impl);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  /// Inputs and outputs of the model.
+  const Model& model() const noexcept;
+  /// The device file this runner holds, e.g. "npu0pe0-1".
+  std::string device_name() const;
+  /// Where each node of the model runs, and why.
+  const compiler::PartitionReport& partition_report() const noexcept;
+  /// The compiled model (program, CPU ops).
+  const compiler::CompiledModel& compiled() const noexcept;
+
+  /// Runs one inference. `inputs` are in model().inputs order, dense row-major. Throws
+  /// Error(InvalidInput) naming the tensor, expected and actual value when the count, dtype or
+  /// shape is wrong (nothing is submitted then), Error(DeviceFault) when the device fails.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  /// Runs with inputs given by name and returns the named outputs (all outputs, in model order,
+  /// when `output_names` is empty). Unknown or missing names are Error(InvalidInput).
+  std::vector<Tensor> run_with(const std::vector<std::string>& output_names,
+                               const std::map<std::string, Tensor>& named_inputs);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Compiles the ONNX model at `path` and opens the device. Throws Error(ModelLoadFailed),
+/// Error(UnsupportedOperator), Error(IncompatibleModel), Error(DeviceNotFound), Error(DeviceBusy).
+std::unique_ptr<Runner> create_runner(const std::filesystem::path& path,
+                                      const RunnerOptions& options = {});
+
+/// Same, from an already imported graph (e.g. one whose inputs were bound as constants).
+std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options = {});
+
+/// The device file a spec selects, applying the precedence explicit `spec` > FURIOSA_DEVICES >
+/// NPU_DEVNAME > "npu0pe0-1". Accepts "npuXpeY[-Z]" and "npu:X:Y[-Z]". Throws
+/// Error(InvalidArgument) naming the spec otherwise.
+device::DeviceFile resolve_device(const std::string& spec);
+
+}  // namespace furiosa::runtime

@@ -1,0 +1,101 @@
+// CPU operators. Quantize/Dequantize follow the ONNX QuantizeLinear/DequantizeLinear spec:
+// y = saturate(round_half_to_even(x / scale) + zero_point), x = (y - zero_point) * scale, with
+// per-tensor or per-axis parameters. Lower/Unlower convert between dense NCHW and the lowered
+// layout of isa.h (rows padded to 32 elements).
+#include "cpu_ops.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "furiosa/device/error.h"
+
+namespace furiosa::runtime::detail {
+namespace {
+
+// Index of the quantization parameter for element i (per-axis when several are given).
+struct AxisIndexer {
+  std::int64_t inner = 1, dim = 1;
+  bool per_axis = false;
+  AxisIndexer(const compiler::CpuOp& op, const Shape& shape) {
+    per_axis = op.scales.size() > 1;
+    if (!per_axis) return;
+    dim = shape[static_cast<std::size_t>(op.axis)];
+    for (std::size_t d = static_cast<std::size_t>(op.axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  }
+  std::size_t operator()(std::int64_t i) const {
+    return per_axis ? static_cast<std::size_t>((i / inner) % dim) : 0;
+  }
+};
+
+template <class Q>
+void quantize(const compiler::CpuOp& op, const Shape& shape, const float* x, Q* y) {
+  const auto range = isa::quant_range(std::is_same_v<Q, std::uint8_t> ? DType::UInt8 : DType::Int8);
+  const AxisIndexer idx(op, shape);
+  const std::int64_t n = element_count(shape);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::size_t c = idx(i);
+    float v = std::nearbyint(x[i] / op.scales[c]) + static_cast<float>(op.zero_points[c]);
+    v = std::fmin(std::fmax(v, static_cast<float>(range[0])), static_cast<float>(range[1]));
+    y[i] = static_cast<Q>(v);
+  }
+}
+
+template <class Q>
+void dequantize(const compiler::CpuOp& op, const Shape& shape, const Q* x, float* y) {
+  const AxisIndexer idx(op, shape);
+  const std::int64_t n = element_count(shape);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::size_t c = idx(i);
+    y[i] = static_cast<float>(static_cast<std::int32_t>(x[i]) - op.zero_points[c]) * op.scales[c];
+  }
+}
+
+// Copies rows of width w between dense (stride w) and lowered (stride padded_width(w)) buffers.
+void relayout(const Shape& s, std::size_t es, std::span<const std::byte> in, std::span<std::byte> out,
+              bool to_lowered) {
+  const std::int64_t rows = s[0] * s[1] * s[2], w = s[3], wp = isa::padded_width(w);
+  const std::size_t in_stride = static_cast<std::size_t>(to_lowered ? w : wp) * es;
+  const std::size_t out_stride = static_cast<std::size_t>(to_lowered ? wp : w) * es;
+  const std::size_t row = static_cast<std::size_t>(w) * es;
+  if (to_lowered) std::memset(out.data(), 0, out.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::memcpy(out.data() + static_cast<std::size_t>(r) * out_stride,
+                in.data() + static_cast<std::size_t>(r) * in_stride, row);
+  }
+}
+
+}  // namespace
+
+void run_cpu_op(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
+                std::span<const std::byte> in, const compiler::HostSlot& out_slot,
+                std::span<std::byte> out) {
+  const Shape& s = in_slot.shape;
+  switch (op.kind) {
+    case compiler::CpuOpKind::Quantize: {
+      const auto* x = reinterpret_cast<const float*>(in.data());
+      if (out_slot.dtype == DType::UInt8) quantize(op, s, x, reinterpret_cast<std::uint8_t*>(out.data()));
+      else if (out_slot.dtype == DType::Int8) quantize(op, s, x, reinterpret_cast<std::int8_t*>(out.data()));
+      else throw Error(ErrorCode::Internal, "Quantize: output must be uint8 or int8");
+      return;
+    }
+    case compiler::CpuOpKind::Dequantize: {
+      auto* y = reinterpret_cast<float*>(out.data());
+      switch (in_slot.dtype) {
+        case DType::UInt8: dequantize(op, s, reinterpret_cast<const std::uint8_t*>(in.data()), y); return;
+        case DType::Int8: dequantize(op, s, reinterpret_cast<const std::int8_t*>(in.data()), y); return;
+        case DType::Int32: dequantize(op, s, reinterpret_cast<const std::int32_t*>(in.data()), y); return;
+        default: throw Error(ErrorCode::Internal, "Dequantize: input must be uint8, int8 or int32");
+      }
+    }
+    case compiler::CpuOpKind::Lower:
+      relayout(s, dtype_size(in_slot.dtype), in, out, true);
+      return;
+    case compiler::CpuOpKind::Unlower:
+      relayout(s, dtype_size(in_slot.dtype), in, out, false);
+      return;
+  }
+}
+
+}  // namespace furiosa::runtime::detail

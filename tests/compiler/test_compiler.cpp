@@ -1,0 +1,114 @@
+// compiler-bridge on real models: import, shape inference, partition record, errors.
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/compiler/onnx_import.h"
+#include "furiosa/device/error.h"
+#include "test_support.h"
+
+using namespace furiosa;
+namespace fs = std::filesystem;
+
+namespace {
+
+const compiler::PartitionEntry* entry(const compiler::PartitionReport& r, const std::string& node) {
+  for (const auto& e : r.entries) {
+    if (e.node_name == node) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("mnist-12-int8 is partitioned into Quantize/Lower, an NPU program and Dequantize", "[compiler]") {
+  auto g = compiler::import_onnx(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"));
+  REQUIRE(g.nodes.size() == 11);
+  auto cm = compiler::compile(std::move(g), {});
+  REQUIRE(cm.program);
+  // QuantizeLinear -> host Quantize, width 28 -> host Lower; DequantizeLinear -> host Dequantize.
+  REQUIRE(cm.pre_ops.size() == 2);
+  CHECK(cm.pre_ops[0].kind == compiler::CpuOpKind::Quantize);
+  CHECK(cm.pre_ops[1].kind == compiler::CpuOpKind::Lower);
+  REQUIRE(cm.post_ops.size() == 1);
+  CHECK(cm.post_ops[0].kind == compiler::CpuOpKind::Dequantize);
+  CHECK(cm.post_ops[0].scales.at(0) == Approx(59.930737f));
+  std::vector<std::string> kernels;
+  for (const auto& k : cm.program->kernels) kernels.emplace_back(isa::kernel_name(k.kind));
+  CHECK(kernels == std::vector<std::string>{"LowLevelConv2d", "LowLevelMaxPool", "LowLevelConv2d",
+                                            "LowLevelMaxPool", "LowLevelReshape", "LowLevelMatMul",
+                                            "LowLevelAdd"});
+  // The DequantizeLinear -> MaxPool -> Reshape -> QuantizeLinear chain is folded.
+  const auto* dq = entry(cm.report, "Convolution110_DequantizeLinear");
+  const auto* folded_q = entry(cm.report, "Pooling160_Output_0_reshape0_QuantizeLinear");
+  for (const auto& e : cm.report.entries) {
+    if (e.placement == "folded") CHECK_THAT(e.reason, Catch::Contains("equal scale"));
+  }
+  (void)dq;
+  (void)folded_q;
+  std::size_t folded = 0, npu = 0;
+  for (const auto& e : cm.report.entries) {
+    folded += e.placement == "folded";
+    npu += e.placement == "npu";
+  }
+  CHECK(folded == 2);
+  CHECK(npu == 7);
+  CHECK(cm.report.entries.size() == 11);
+  const std::string table = cm.report.to_string();
+  CHECK_THAT(table, Catch::Contains("LowLevelConv2d") && Catch::Contains("not a multiple of 32"));
+  // Memory: every tensor lies inside the program's DRAM region; constants first.
+  for (const auto& k : cm.program->kernels) {
+    for (const auto& r : k.inputs) CHECK(r.address + r.size_bytes() <= cm.program->dram_bytes);
+    for (const auto& r : k.outputs) {
+      CHECK(r.address >= cm.program->constants.size());
+      CHECK(r.address + r.size_bytes() <= cm.program->dram_bytes);
+    }
+  }
+}
+
+TEST_CASE("shape inference on mnist-12-int8 matches the declared shapes", "[compiler]") {
+  auto g = compiler::import_onnx(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"));
+  compiler::infer_shapes(g, {});
+  auto shape_of = [&](const std::string& name) {
+    int id = g.find_value(name);
+    REQUIRE(id >= 0);
+    return g.values[static_cast<std::size_t>(id)].shape;
+  };
+  CHECK(shape_of("Convolution28_QuantizeLinear_0") == Shape{1, 8, 28, 28});
+  CHECK(shape_of("Pooling66_Output_0_quantized") == Shape{1, 8, 14, 14});
+  CHECK(shape_of("Pooling160_Output_0") == Shape{1, 16, 4, 4});
+  CHECK(shape_of("Plus214_Output_0") == Shape{1, 10});
+}
+
+TEST_CASE("model file errors name the file", "[compiler][errors]") {
+  SECTION("missing") {
+    try {
+      compiler::import_onnx("/nonexistent/model.onnx");
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::ModelLoadFailed);
+      CHECK_THAT(e.what(), Catch::Contains("/nonexistent/model.onnx"));
+    }
+  }
+  SECTION("truncated") {
+    const auto src = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+    std::ifstream in(src, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      compiler::import_onnx_bytes(bytes.substr(0, bytes.size() / 2), "half.onnx");
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::ModelLoadFailed);
+      CHECK_THAT(e.what(), Catch::Contains("half.onnx"));
+    }
+  }
+}
+
+TEST_CASE("TensorProto files load with their names", "[compiler]") {
+  std::string name;
+  auto t = compiler::load_tensor_pb(test::shared_model("onnx-zoo/mnist-12-int8/test_data_set_0/input_0.pb"), &name);
+  CHECK(name == "Input3");
+  CHECK(t.dtype() == DType::Float32);
+  CHECK(t.shape() == Shape{1, 1, 28, 28});
+}

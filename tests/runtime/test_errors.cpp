@@ -1,0 +1,81 @@
+// Bad input through the API: clear errors naming the tensor, nothing submitted.
+#include "furiosa/runtime/runner.h"
+#include "test_support.h"
+
+using namespace furiosa;
+
+namespace {
+
+// Runs `f` and returns the Error it throws (fails the test when it throws nothing).
+template <class F>
+Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  FAIL("no furiosa::Error was thrown");
+  return Error(ErrorCode::Internal, "unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("wrong inputs are refused with the tensor named", "[runtime][errors]") {
+  auto runner = runtime::create_runner(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"));
+  SECTION("wrong shape") {
+    auto e = error_of([&] { runner->run({Tensor(DType::Float32, {1, 1, 28, 27})}); });
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK_THAT(e.what(), Catch::Contains("Input3") && Catch::Contains("[1, 1, 28, 28]") &&
+                             Catch::Contains("[1, 1, 28, 27]"));
+  }
+  SECTION("wrong dtype") {
+    auto e = error_of([&] { runner->run({Tensor(DType::UInt8, {1, 1, 28, 28})}); });
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK_THAT(e.what(), Catch::Contains("Input3") && Catch::Contains("float32") && Catch::Contains("uint8"));
+  }
+  SECTION("wrong count") {
+    auto e = error_of([&] { runner->run({}); });
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK_THAT(e.what(), Catch::Contains("expected 1 input"));
+  }
+  SECTION("unknown name") {
+    std::map<std::string, Tensor> in{{"Input3", Tensor(DType::Float32, {1, 1, 28, 28})},
+                                     {"image", Tensor(DType::Float32, {1, 1, 28, 28})}};
+    auto e = error_of([&] { runner->run_with({}, in); });
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK_THAT(e.what(), Catch::Contains("'image'"));
+  }
+  SECTION("the runner still works after refusing") {
+    CHECK(runner->run({Tensor(DType::Float32, {1, 1, 28, 28})}).size() == 1);
+  }
+}
+
+TEST_CASE("a float model is refused with every unsupported node listed", "[runtime][errors]") {
+  auto e = error_of([&] { runtime::create_runner(test::shared_model("onnx-zoo/mnist-12/mnist-12.onnx")); });
+  CHECK(e.code() == ErrorCode::UnsupportedOperator);
+  const std::string msg = e.what();
+  CHECK_THAT(msg, Catch::Contains("(op Conv, domain 'ai.onnx')"));
+  CHECK_THAT(msg, Catch::Contains("(op Relu, domain 'ai.onnx')"));
+  CHECK_THAT(msg, Catch::Contains("supported operators"));
+}
+
+TEST_CASE("a second runner on an overlapping device is DeviceBusy", "[runtime][errors]") {
+  const auto model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  runtime::RunnerOptions fused;
+  fused.device = "npu0pe0-1";
+  auto first = runtime::create_runner(model, fused);
+  runtime::RunnerOptions single;
+  single.device = "npu0pe1";
+  auto e = error_of([&] { runtime::create_runner(model, single); });
+  CHECK(e.code() == ErrorCode::DeviceBusy);
+  CHECK_THAT(e.what(), Catch::Contains("npu0pe1"));
+  first.reset();
+  CHECK(runtime::create_runner(model, single)->device_name() == "npu0pe1");
+}
+
+TEST_CASE("device specs resolve to device files", "[runtime]") {
+  CHECK(runtime::resolve_device("npu0pe1").name() == "npu0pe1");
+  CHECK(runtime::resolve_device("npu:0:0-1").name() == "npu0pe0-1");
+  CHECK(runtime::resolve_device("npu:0:1").name() == "npu0pe1");
+  CHECK_THROWS_AS(runtime::resolve_device("warp9"), Error);
+}

@@ -1,0 +1,74 @@
+// Helpers shared by the tests: where the real models and the ONNX test data are, and tensor
+// comparisons.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "furiosa/device/tensor.h"
+
+namespace furiosa::test {
+
+/// ../shared/models (FURIOSA_SHARED_MODELS_DIR). Fails the test with a clear message when the
+/// folder is missing: the real-model tests must not pass vacuously.
+inline std::filesystem::path shared_models() {
+  const std::filesystem::path p = FURIOSA_SHARED_MODELS_DIR;
+  if (!std::filesystem::is_directory(p)) {
+    FAIL("the staged models folder " << p.string()
+         << " is missing: clone the project with ../shared beside it");
+  }
+  return p;
+}
+
+/// A model folder or file under ../shared/models that must exist.
+inline std::filesystem::path shared_model(const std::string& rel) {
+  auto p = shared_models() / rel;
+  if (!std::filesystem::exists(p)) FAIL("missing staged model file " << p.string());
+  return p;
+}
+
+/// The ONNX backend node tests of Debian's libonnx-testdata.
+inline std::filesystem::path onnx_node_test(const std::string& name) {
+  const std::filesystem::path p = std::filesystem::path(FURIOSA_ONNX_TESTDATA_DIR) / name;
+  if (!std::filesystem::is_directory(p)) {
+    FAIL("missing ONNX backend test " << p.string() << ": install Debian package libonnx-testdata");
+  }
+  return p;
+}
+
+/// Element i as double, whatever the dtype.
+inline double element(const Tensor& t, std::size_t i) {
+  switch (t.dtype()) {
+    case DType::Float32: return t.as<float>()[i];
+    case DType::UInt8: return t.as<std::uint8_t>()[i];
+    case DType::Int8: return t.as<std::int8_t>()[i];
+    case DType::Int32: return t.as<std::int32_t>()[i];
+    case DType::Int64: return static_cast<double>(t.as<std::int64_t>()[i]);
+  }
+  return 0;
+}
+
+/// Largest |a - b| over the elements; requires equal dtype and shape.
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.dtype() == b.dtype());
+  REQUIRE(a.shape() == b.shape());
+  double worst = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(a.elements()); ++i) {
+    worst = std::max(worst, std::abs(element(a, i) - element(b, i)));
+  }
+  return worst;
+}
+
+/// Index of the largest element of a [1, C] (or flat) tensor.
+inline std::size_t argmax(const Tensor& t) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < static_cast<std::size_t>(t.elements()); ++i) {
+    if (element(t, i) > element(t, best)) best = i;
+  }
+  return best;
+}
+
+}  // namespace furiosa::test

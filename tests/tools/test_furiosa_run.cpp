@@ -1,0 +1,114 @@
+// furiosa-run end to end: the command line on mnist-12-int8, and bad input giving one
+// clear line on stderr with a non-zero exit code.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "furiosa/runtime/tensor_file.h"
+#include "test_support.h"
+
+using namespace furiosa;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs furiosa-run with `args` (shell-quoted by the caller), capturing stdout and stderr.
+Result furiosa_run(const std::string& args, const fs::path& dir) {
+  const fs::path err = dir / "stderr.txt";
+  const std::string cmd = fmt::format("'{}' {} 2>'{}'", FURIOSA_RUN_BINARY, args, err.string());
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err);
+  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+  return r;
+}
+
+fs::path scratch() {
+  static int counter = 0;
+  fs::path d = fs::temp_directory_path() / fmt::format("furiosa-run-test-{}-{}", ::getpid(), counter++);
+  fs::create_directories(d);
+  return d;
+}
+
+std::size_t line_count(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[tools][model]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path tmp = scratch();
+  const auto r = furiosa_run(fmt::format("'{}' --input 'Input3={}' --output-dir '{}' --trace '{}'",
+                                         (dir / "mnist-12-int8.onnx").string(),
+                                         (dir / "test_data_set_0/input_0.pb").string(),
+                                         (tmp / "out").string(), (tmp / "trace.json").string()),
+                             tmp);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Input3: float32 [1, 1, 28, 28] NCHW"));
+  CHECK_THAT(r.out, Catch::Contains("Plus214_Output_0: float32 [1, 10] NC"));
+  CHECK_THAT(r.out, Catch::Contains("device: npu0pe0-1"));
+  CHECK_THAT(r.out, Catch::Contains("top-5: 1 ("));  // the first digit of the sample image is a 1
+  CHECK_THAT(r.out, Catch::Contains("Inference count: 1"));
+  const Tensor out = runtime::read_npy(tmp / "out/Plus214_Output_0.npy");
+  CHECK(out.shape() == Shape{1, 10});
+  CHECK(test::argmax(out) == 1);
+  std::ifstream f(tmp / "trace.json");
+  const auto j = nlohmann::json::parse(f);
+  CHECK(j["traceEvents"].size() > 10);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("furiosa-run reports bad input on one line with a non-zero exit code", "[tools][errors]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path tmp = scratch();
+  const std::string model = (dir / "mnist-12-int8.onnx").string();
+  {
+    std::ifstream in(model, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(tmp / "truncated.onnx", std::ios::binary) << bytes.substr(0, 3000);
+  }
+  runtime::write_npy(tmp / "small.npy", Tensor(DType::Float32, {1, 1, 14, 14}));
+  runtime::write_npy(tmp / "bytes.npy", Tensor(DType::UInt8, {1, 1, 28, 28}));
+  struct Case {
+    const char* what;
+    std::string args;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"truncated model", fmt::format("'{}'", (tmp / "truncated.onnx").string()), "truncated.onnx"},
+      {"missing model", "'/nonexistent/model.onnx'", "/nonexistent/model.onnx"},
+      {"missing input file", fmt::format("'{}' --input Input3=/nonexistent/x.npy", model), "/nonexistent/x.npy"},
+      {"wrong shape", fmt::format("'{}' --input 'Input3={}'", model, (tmp / "small.npy").string()),
+       "expected shape [1, 1, 28, 28], got [1, 1, 14, 14]"},
+      {"wrong dtype", fmt::format("'{}' --input 'Input3={}'", model, (tmp / "bytes.npy").string()),
+       "expected dtype float32, got uint8"},
+      {"unknown input name", fmt::format("'{}' --input 'image={}'", model, (tmp / "small.npy").string()),
+       "no input named 'image'"},
+      {"bad device", fmt::format("'{}' --devices npu7pe0", model), "npu7pe0"},
+  };
+  for (const auto& c : cases) {
+    const auto r = furiosa_run(c.args, tmp);
+    INFO(c.what << "\nstderr: " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(line_count(r.err) == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains(c.expect));
+  }
+  fs::remove_all(tmp);
+}
