@@ -4,14 +4,21 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <mutex>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
 #include <random>
 
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/runtime/tensor_file.h"
+#include "furiosa/tools/idx.h"
 
 namespace fs = std::filesystem;
 using namespace furiosa;
@@ -26,7 +33,15 @@ struct Args {
   std::string devices;
   std::uint64_t seed = 0;
   bool verbose = false;
+  int workers = 2;
+  std::string dataset;        // "fashion-mnist" or "fashion-mnist=DIR"
+  std::size_t limit = 0;      // 0 = the whole dataset
 };
+
+const fs::path kModelsDir = FURIOSA_MODELS_DIR;
+
+// Index of the first largest element of output row n ([N, C] tensor), as numpy's argmax.
+std::int64_t argmax_row(const Tensor& t, std::int64_t n, std::int64_t classes);
 
 // Output file name: characters other than letters, digits, '.', '_', '-' become '_'.
 std::string sanitize(const std::string& name) {
@@ -92,7 +107,10 @@ void print_topk(const runtime::TensorDesc& d, const Tensor& t) {
     std::iota(idx.begin(), idx.end(), 0);
     const auto k = std::min<std::size_t>(5, idx.size());
     std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                      [&](auto a, auto b) { return value_at(t, n * s[1] + a) > value_at(t, n * s[1] + b); });
+                      [&](auto a, auto b) {
+                        const double va = value_at(t, n * s[1] + a), vb = value_at(t, n * s[1] + b);
+                        return va > vb || (va == vb && a < b);  // ties: lower class first
+                      });
     std::string line;
     for (std::size_t j = 0; j < k; ++j) {
       line += fmt::format("{}{} ({:.4g})", j ? ", " : "", idx[j], value_at(t, n * s[1] + idx[j]));
@@ -101,22 +119,128 @@ void print_topk(const runtime::TensorDesc& d, const Tensor& t) {
   }
 }
 
-int run(const Args& a) {
+std::int64_t argmax_row(const Tensor& t, std::int64_t n, std::int64_t classes) {
+  std::int64_t best = 0;
+  for (std::int64_t c = 1; c < classes; ++c) {
+    if (value_at(t, n * classes + c) > value_at(t, n * classes + best)) best = c;
+  }
+  return best;
+}
+
+// Prints the inference summary and writes the trace (after the runner is closed).
+void finish_trace(const std::shared_ptr<profiler::Profiler>& prof, const std::string& path) {
+  if (!prof) return;
+  fmt::print("{}", profiler::format_summary(profiler::summarize_inferences(prof->records())));
+  try {
+    prof->write_chrome_trace(path);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::IoError, e.what());
+  }
+  fmt::print("wrote trace {}\n", path);
+}
+
+// Classifies the test split of Fashion-MNIST with `worker_num` caller threads and prints top-1
+// accuracy and throughput. Inputs: float32 pixel/255, or raw uint8 pixels for a uint8 input.
+void run_dataset(runtime::Runner& runner, const Args& a) {
+  const auto eq = a.dataset.find('=');
+  const std::string name = a.dataset.substr(0, eq);
+  if (name != "fashion-mnist") {
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("--dataset '{}': only fashion-mnist[=DIR] is supported", a.dataset));
+  }
+  const fs::path dir = eq == std::string::npos ? fs::path(tools::kFashionMnistDir) : fs::path(a.dataset.substr(eq + 1));
+  const auto ds = tools::load_fashion_mnist_test(dir);
+  const auto& in = runner.model().inputs;
+  const auto& out = runner.model().outputs;
+  if (in.size() != 1 || in[0].shape != Shape{1, 1, 28, 28} ||
+      (in[0].dtype != DType::Float32 && in[0].dtype != DType::UInt8) || out.empty() ||
+      out[0].shape.size() != 2 || out[0].shape[1] != 10) {
+    throw Error(ErrorCode::InvalidInput,
+                "--dataset fashion-mnist needs a model with one [1, 1, 28, 28] float32 or uint8 "
+                "input and a [1, 10] first output");
+  }
+  const std::size_t n = a.limit ? std::min(a.limit, ds.size()) : ds.size();
+  std::atomic<std::size_t> next{0}, correct{0};
+  std::vector<std::int64_t> predicted(n, -1);
+  std::exception_ptr failure;
+  std::mutex failure_mu;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < a.workers; ++w) {
+    threads.emplace_back([&] {
+      try {
+        for (std::size_t i; (i = next++) < n;) {
+          auto o = runner.run({ds.image(i, in[0].dtype)});
+          predicted[i] = argmax_row(o[0], 0, 10);
+          if (predicted[i] == ds.labels.data[i]) ++correct;
+        }
+      } catch (...) {
+        std::lock_guard lock(failure_mu);
+        if (!failure) failure = std::current_exception();
+        next = n;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("dataset: fashion-mnist test split ({}), {} of {} images\n", dir.string(), n, ds.size());
+  fmt::print("top-1 accuracy: {:.2f}% ({}/{})\n", 100.0 * static_cast<double>(correct) / static_cast<double>(n),
+             correct.load(), n);
+  fmt::print("throughput: {:.1f} images/s ({:.2f} s, {} caller threads, {} workers)\n",
+             static_cast<double>(n) / secs, secs, a.workers, a.workers);
+}
+
+// No MODEL: the default model on the bundled test images, each prediction next to its label.
+void run_default_images(runtime::Runner& runner) {
+  std::ifstream labels(kModelsDir / "images/labels.txt");
+  if (!labels) {
+    throw Error(ErrorCode::InvalidInput, fmt::format("missing '{}'", (kModelsDir / "images/labels.txt").string()));
+  }
+  const auto& classes = tools::fashion_mnist_classes();
+  std::string file;
+  int label;
+  std::size_t total = 0, correct = 0;
+  fmt::print("{:<16} {:<14} {:<14}\n", "image", "predicted", "label");
+  while (labels >> file >> label) {
+    std::string rest;
+    std::getline(labels, rest);
+    auto o = runner.run({runtime::read_npy(kModelsDir / "images" / file)});
+    const auto p = argmax_row(o[0], 0, 10);
+    ++total;
+    correct += p == label;
+    fmt::print("{:<16} {:<14} {:<14} {}\n", file, classes[static_cast<std::size_t>(p)],
+               classes[static_cast<std::size_t>(label)], p == label ? "ok" : "WRONG");
+  }
+  fmt::print("{}/{} correct\n", correct, total);
+}
+
+int run(Args a) {
+  const bool default_model = a.model.empty();
+  if (default_model) a.model = (kModelsDir / "fashion_mnist_int8.onnx").string();
   std::shared_ptr<profiler::Profiler> prof;
   if (!a.trace.empty()) prof = std::make_shared<profiler::Profiler>();
   runtime::RunnerOptions opts;
   opts.device = a.devices;
   opts.profiler = prof;
+  opts.worker_num = a.workers;
   auto runner = runtime::create_runner(fs::path(a.model), opts);
   const auto& model = runner->model();
 
-  fmt::print("model: {}\n", a.model);
+  fmt::print("model: {}{}\n", a.model, default_model ? " (default model)" : "");
   fmt::print("device: {} (sim)\n", runner->device_name());
   fmt::print("inputs:\n");
   for (const auto& d : model.inputs) fmt::print("  {}\n", d.to_string());
   fmt::print("outputs:\n");
   for (const auto& d : model.outputs) fmt::print("  {}\n", d.to_string());
   if (a.verbose) fmt::print("partition:\n{}", runner->partition_report().to_string());
+  if (!a.dataset.empty() || (default_model && a.inputs.empty())) {
+    if (!a.dataset.empty()) run_dataset(*runner, a);
+    else run_default_images(*runner);
+    runner.reset();
+    finish_trace(prof, a.trace);
+    return 0;
+  }
 
   std::map<std::string, Tensor> given;
   for (const auto& spec : a.inputs) {
@@ -152,16 +276,8 @@ int run(const Args& a) {
       fmt::print("wrote {}\n", p.string());
     }
   }
-  if (prof) {
-    runner.reset();  // all spans are in once the runner is closed
-    fmt::print("{}", profiler::format_summary(profiler::summarize_inferences(prof->records())));
-    try {
-      prof->write_chrome_trace(a.trace);
-    } catch (const std::exception& e) {
-      throw Error(ErrorCode::IoError, e.what());
-    }
-    fmt::print("wrote trace {}\n", a.trace);
-  }
+  runner.reset();  // all spans are in once the runner is closed
+  finish_trace(prof, a.trace);
   return 0;
 }
 
@@ -170,13 +286,20 @@ int run(const Args& a) {
 int main(int argc, char** argv) {
   CLI::App app{"Run a quantized ONNX model on a (simulated) FuriosaAI Warboy NPU"};
   Args a;
-  app.add_option("model", a.model, "ONNX model file")->required();
+  app.add_option("model", a.model,
+                 "ONNX model file (default: the project's Fashion-MNIST int8 model on its bundled images)");
   app.add_option("--input", a.inputs, "Input tensor NAME=FILE (.npy or ONNX TensorProto .pb); repeatable");
   app.add_option("--output-dir", a.output_dir, "Write each output to DIR/<output name>.npy");
   app.add_option("--trace", a.trace, "Write a Chrome trace (JSON) and print the inference summary");
   app.add_option("--devices", a.devices, "Device: npu0pe0, npu0pe1, npu0pe0-1, npu:X:Y[-Z] (default npu0pe0-1)");
   app.add_option("--seed", a.seed, "Seed for inputs that are not given");
   app.add_flag("--verbose,-v", a.verbose, "Print the partition report");
+  app.add_option("--workers", a.workers, "Host workers (worker_num) and, with --dataset, caller threads")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--dataset", a.dataset,
+                 "Evaluate top-1 accuracy on a dataset: fashion-mnist[=DIR] (default DIR " +
+                     std::string(tools::kFashionMnistDir) + ")");
+  app.add_option("--limit", a.limit, "With --dataset: only the first N images");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   try {

@@ -112,3 +112,27 @@ TEST_CASE("furiosa-run reports bad input on one line with a non-zero exit code",
   }
   fs::remove_all(tmp);
 }
+
+TEST_CASE("furiosa-run with no model runs the default model on the bundled images", "[tools][default]") {
+  const fs::path tmp = scratch();
+  const auto r = furiosa_run("", tmp);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("(default model)"));
+  CHECK_THAT(r.out, Catch::Contains("fashion_0.npy    Ankle boot     Ankle boot     ok"));
+  CHECK_THAT(r.out, Catch::Contains("8/8 correct"));
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("furiosa-run --dataset prints the accuracy of the first 1,000 test images", "[tools][default]") {
+  const fs::path tmp = scratch();
+  const auto r = furiosa_run("--dataset fashion-mnist --limit 1000", tmp);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("top-1 accuracy: 91.60% (916/1000)"));
+  CHECK_THAT(r.out, Catch::Contains("images/s"));
+  const auto bad = furiosa_run("--dataset imagenet", tmp);
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.err, Catch::Contains("only fashion-mnist"));
+  fs::remove_all(tmp);
+}

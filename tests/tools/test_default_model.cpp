@@ -1,0 +1,86 @@
+// The project's default model (models/fashion_mnist_int8.onnx) on real Fashion-MNIST data: the
+// runtime reproduces, image by image, the int8 predictions the model's generator script recorded
+// (same arithmetic), and furiosa-run's default and --dataset modes print them.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "furiosa/runtime/runner.h"
+#include "furiosa/runtime/tensor_file.h"
+#include "furiosa/tools/idx.h"
+#include "test_support.h"
+
+using namespace furiosa;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModels = FURIOSA_MODELS_DIR;
+
+std::int64_t argmax10(const Tensor& t) {
+  std::int64_t best = 0;
+  for (std::int64_t c = 1; c < 10; ++c) {
+    if (t.as<float>()[static_cast<std::size_t>(c)] > t.as<float>()[static_cast<std::size_t>(best)]) best = c;
+  }
+  return best;  // first maximum wins, as numpy's argmax in the generator script
+}
+
+}  // namespace
+
+TEST_CASE("the default model classifies the bundled images as its model card says", "[model][default]") {
+  auto runner = runtime::create_runner(kModels / "fashion_mnist_int8.onnx");
+  std::ifstream expected(kModels / "images/expected_int8.txt");
+  REQUIRE(expected);
+  std::string file;
+  std::int64_t want;
+  int n = 0;
+  while (expected >> file >> want) {
+    auto out = runner->run({runtime::read_npy(kModels / "images" / file)});
+    INFO(file);
+    CHECK(argmax10(out[0]) == want);
+    ++n;
+  }
+  CHECK(n == 8);
+}
+
+TEST_CASE("the first 1,000 Fashion-MNIST test images reproduce the recorded int8 accuracy", "[model][default]") {
+  const auto ds = tools::load_fashion_mnist_test(tools::kFashionMnistDir);
+  REQUIRE(ds.size() == 10000);
+  std::ifstream acc_file(kModels / "accuracy_int8.json");
+  const auto acc = nlohmann::json::parse(acc_file);
+  std::ifstream preds(kModels / "first_1000_int8_predictions.txt");
+  std::vector<std::int64_t> recorded;
+  for (std::int64_t p; preds >> p;) recorded.push_back(p);
+  REQUIRE(recorded.size() == 1000);
+
+  auto runner = runtime::create_runner(kModels / "fashion_mnist_int8.onnx");
+  std::size_t correct = 0, differ = 0;
+  for (std::size_t i = 0; i < 1000; ++i) {
+    const auto p = argmax10(runner->run({ds.image(i)})[0]);
+    correct += p == ds.labels.data[i];
+    if (p != recorded[i]) {
+      ++differ;
+      UNSCOPED_INFO("image " << i << ": runtime " << p << ", script " << recorded[i]);
+    }
+  }
+  CHECK(differ == 0);
+  CHECK(correct == acc["first_1000_int8_correct"].get<std::size_t>());
+}
+
+TEST_CASE("IDX reader refuses files that are not unsigned-byte IDX", "[datasets]") {
+  const fs::path p = fs::temp_directory_path() / "furiosa-bad.idx";
+  {
+    std::ofstream f(p, std::ios::binary);
+    const unsigned char hdr[] = {0, 0, 0x0D, 1, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8};  // float IDX
+    f.write(reinterpret_cast<const char*>(hdr), sizeof hdr);
+  }
+  try {
+    tools::read_idx(p);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK_THAT(e.what(), Catch::Contains("furiosa-bad.idx") && Catch::Contains("0x0d"));
+  }
+  fs::remove(p);
+}
