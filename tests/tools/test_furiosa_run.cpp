@@ -7,7 +7,9 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"
@@ -134,5 +136,25 @@ TEST_CASE("furiosa-run --dataset prints the accuracy of the first 1,000 test ima
   const auto bad = furiosa_run("--dataset imagenet", tmp);
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.err, Catch::Contains("only fashion-mnist"));
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("FURIOSA_PROFILER_OUTPUT_PATH traces a run with no tracing option", "[tools][trace]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path tmp = scratch();
+  const fs::path trace = tmp / "env-trace.json";
+  const std::string cmd = fmt::format("FURIOSA_PROFILER_OUTPUT_PATH='{}' '{}' '{}' >/dev/null 2>&1", trace.string(),
+                                      FURIOSA_RUN_BINARY, (dir / "mnist-12-int8.onnx").string());
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  REQUIRE(fs::exists(trace));
+  std::ifstream f(trace);
+  const auto j = nlohmann::json::parse(f);
+  std::set<std::string> names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") names.insert(e["name"].get<std::string>());
+  }
+  CHECK(names.count("Inference") == 1);
+  CHECK(names.count("Execution") == 1);
+  CHECK(names.count("LowLevelConv2d") == 1);
   fs::remove_all(tmp);
 }
