@@ -34,6 +34,7 @@ struct Args {
   std::uint64_t seed = 0;
   bool verbose = false;
   int workers = 2;
+  std::int64_t batch_size = 1;
   std::string dataset;        // "fashion-mnist" or "fashion-mnist=DIR"
   std::size_t limit = 0;      // 0 = the whole dataset
 };
@@ -224,6 +225,7 @@ int run(Args a) {
   opts.device = a.devices;
   opts.profiler = prof;
   opts.worker_num = a.workers;
+  opts.batch_size = a.batch_size;
   auto runner = runtime::create_runner(fs::path(a.model), opts);
   const auto& model = runner->model();
 
@@ -300,6 +302,8 @@ int main(int argc, char** argv) {
                  "Evaluate top-1 accuracy on a dataset: fashion-mnist[=DIR] (default DIR " +
                      std::string(tools::kFashionMnistDir) + ")");
   app.add_option("--limit", a.limit, "With --dataset: only the first N images");
+  app.add_option("--batch-size", a.batch_size, "Batch bound to a symbolic dim 0 of the inputs")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   try {

@@ -65,7 +65,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, Er
                                     dtype_name(*dtype), shape_to_string(shape),
                                     p.raw_data().size(), t.size_bytes()));
     }
-    std::memcpy(t.bytes().data(), p.raw_data().data(), t.size_bytes());
+    if (t.size_bytes() > 0) std::memcpy(t.bytes().data(), p.raw_data().data(), t.size_bytes());
     return t;
   }
   switch (*dtype) {

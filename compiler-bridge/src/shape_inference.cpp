@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "furiosa/compiler/compiler.h"
+#include "furiosa/compiler/cpu_ops.h"
 #include "furiosa/device/error.h"
 #include "graph_utils.h"
 
@@ -103,10 +104,33 @@ bool infer_node(Graph& g, const Node& n) {
       out.push_back(b.shape.back());
     }
     set_out(g, n, 0, zp_dtype(g, n, 7), out);
+  } else if (op == "com.microsoft::QLinearGlobalAveragePool") {
+    const Value& x = in(g, n, 0);
+    require_rank(n, x, 4, "input X");
+    if (n.attr_int("channels_last", 0) != 0) fail(n, "channels_last=1 is not supported");
+    set_out(g, n, 0, zp_dtype(g, n, 4), {x.shape[0], x.shape[1], 1, 1});
+  } else if (op == "com.microsoft::QLinearConcat") {
+    if (n.inputs.size() < 5 || (n.inputs.size() - 2) % 3 != 0) fail(n, "expects Y_scale, Y_zero_point, then (X, scale, zero point) triples");
+    std::int64_t axis = n.attr_int("axis", 0);
+    Shape out = in(g, n, 2).shape;
+    if (axis < 0) axis += static_cast<std::int64_t>(out.size());
+    if (axis < 0 || axis >= static_cast<std::int64_t>(out.size())) fail(n, "axis out of range");
+    for (std::size_t i = 5; i < n.inputs.size(); i += 3) {
+      const Shape& s = in(g, n, i).shape;
+      if (s.size() != out.size()) fail(n, "inputs differ in rank");
+      for (std::size_t d = 0; d < s.size(); ++d) {
+        if (static_cast<std::int64_t>(d) == axis) out[d] += s[d];
+        else if (s[d] != out[d]) fail(n, "inputs differ outside the concatenation axis");
+      }
+    }
+    set_out(g, n, 0, zp_dtype(g, n, 1), out);
+  } else if (op == "furiosa::Requantize") {
+    set_out(g, n, 0, static_cast<DType>(n.attr_int("y_dtype", static_cast<int>(DType::UInt8))), in(g, n, 0).shape);
   } else if (op == "com.microsoft::QLinearAdd") {
     set_out(g, n, 0, zp_dtype(g, n, 7), broadcast(n, in(g, n, 0).shape, in(g, n, 3).shape));
   } else if (op == "Reshape") {
     const Value& x = in(g, n, 0);
+    if (!detail::is_constant_input(g, n, 1)) return false;  // shape known only at run time
     const Tensor& st = detail::constant_input(g, n, 1, "shape");
     if (st.dtype() != DType::Int64) fail(n, "shape input must be int64");
     const bool allowzero = n.attr_int("allowzero", 0) != 0;
@@ -145,7 +169,19 @@ bool infer_node(Graph& g, const Node& n) {
     }
     set_out(g, n, 0, x.dtype, {outer, inner});
   } else {
-    return false;
+    std::vector<DType> dtypes;
+    std::vector<CpuValueInfo> infos;
+    infos.reserve(n.inputs.size());
+    for (int i : n.inputs) {
+      const Value* v = i >= 0 ? &g.values[static_cast<std::size_t>(i)] : nullptr;
+      dtypes.push_back(v ? v->dtype : DType::Float32);
+      infos.push_back(v ? CpuValueInfo{v->dtype, v->shape, v->constant ? &*v->constant : nullptr} : CpuValueInfo{});
+    }
+    if (!cpu_op_supported(n, dtypes, nullptr)) return false;
+    std::vector<const CpuValueInfo*> ptrs;
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) ptrs.push_back(n.inputs[i] >= 0 ? &infos[i] : nullptr);
+    auto outs = cpu_op_infer(n, ptrs);
+    for (std::size_t o = 0; o < outs.size(); ++o) set_out(g, n, o, outs[o].first, outs[o].second);
   }
   return true;
 }
@@ -162,6 +198,11 @@ void infer_shapes(Graph& graph, const CompilerOptions& options) {
     if (!v.has_shape) {
       throw Error(ErrorCode::IncompatibleModel,
                   fmt::format("graph input '{}' has no declared shape", v.name));
+    }
+    if (options.batch_size != 1 && !v.shape.empty() && v.shape[0] >= 0 && v.shape[0] != options.batch_size) {
+      throw Error(ErrorCode::IncompatibleModel,
+                  fmt::format("batch size {} requested, but graph input '{}' has a fixed dim 0 of {} "
+                              "(only a symbolic batch dim can be bound)", options.batch_size, v.name, v.shape[0]));
     }
     for (std::size_t d = 0; d < v.shape.size(); ++d) {
       if (v.shape[d] >= 0) continue;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -465,15 +466,19 @@ void matmul(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
-// Element strides of `ref` in its layout; broadcast dims (1 where `out` is larger) get 0.
-std::vector<std::int64_t> broadcast_strides(const TensorRef& ref, const Shape& out) {
-  std::vector<std::int64_t> strides;
+// Element strides of `ref`'s logical shape in its layout: row-major for Linear; for LoweredNCHW
+// the H stride is padded_width(W) (isa.h). Only for refs that passed locate().
+std::vector<std::int64_t> layout_strides(const TensorRef& ref) {
   if (ref.layout == Layout::LoweredNCHW) {
     const std::int64_t wp = isa::padded_width(ref.shape[3]);
-    strides = {ref.shape[1] * ref.shape[2] * wp, ref.shape[2] * wp, wp, 1};
-  } else {
-    strides = contiguous_strides(ref.shape);
+    return {ref.shape[1] * ref.shape[2] * wp, ref.shape[2] * wp, wp, 1};
   }
+  return contiguous_strides(ref.shape);
+}
+
+// Element strides of `ref` in its layout; broadcast dims (1 where `out` is larger) get 0.
+std::vector<std::int64_t> broadcast_strides(const TensorRef& ref, const Shape& out) {
+  std::vector<std::int64_t> strides = layout_strides(ref);
   for (std::size_t d = 0; d < out.size(); ++d) {
     if (ref.shape[d] != out[d]) strides[d] = 0;  // a broadcast dim of size 1
   }
@@ -550,34 +555,555 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
-// LowLevelReshape: logical row-major copy from any layout into a Linear output.
+// ---------------------------------------------------------------------------------------------
+// Data movement (Reshape, Concat, Split, Transpose) and the other layout-agnostic kernels
+// (Requantize, GlobalAveragePool).
+//
+// Every tensor, in either layout, is addressed through element strides over its logical shape
+// (layout_strides). A copy walks a logical block with one stride vector per side; dims that are
+// contiguous on both sides are merged first (coalesce), so the innermost loop is a single memcpy
+// whenever both sides are contiguous along it: whole W-element rows of lowered tensors, whole
+// dense blocks of linear ones (e.g. Concat/Split along C of lowered tensors copy whole rows;
+// linear -> linear Reshape is one memcpy). The row padding of lowered inputs is never read and
+// the row padding of lowered outputs is zeroed. An input whose bytes overlap an output's is
+// copied aside first, so in-place programs (output placed over an input) get the right result.
+
+// A logical block copied element for element: extents and element strides of both sides.
+struct Block {
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> dst_strides;
+  std::vector<std::int64_t> src_strides;
+};
+
+// Drops extent-1 dims and merges each dim into the next inner one when both sides are
+// contiguous across the two. Leaves at least one dim. Extents must be >= 1.
+void coalesce(Block& b) {
+  Block out;
+  for (std::size_t d = 0; d < b.dims.size(); ++d) {
+    const std::int64_t n = b.dims[d], ds = b.dst_strides[d], ss = b.src_strides[d];
+    if (n == 1) continue;
+    if (!out.dims.empty() && out.dst_strides.back() == ds * n && out.src_strides.back() == ss * n) {
+      out.dims.back() *= n;
+      out.dst_strides.back() = ds;
+      out.src_strides.back() = ss;
+    } else {
+      out.dims.push_back(n);
+      out.dst_strides.push_back(ds);
+      out.src_strides.push_back(ss);
+    }
+  }
+  if (out.dims.empty()) out = Block{{1}, {1}, {1}};
+  b = std::move(out);
+}
+
+// Copies `n` bytes between non-overlapping buffers. Short runs (lowered rows are often 7 to 56
+// bytes) use fixed-size, possibly overlapping head and tail moves the compiler inlines, which
+// is several times faster than a library call per row.
+inline void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+  if (n >= 64) {
+    std::memcpy(dst, src, n);
+  } else if (n >= 32) {
+    std::memcpy(dst, src, 32);
+    std::memcpy(dst + n - 32, src + n - 32, 32);
+  } else if (n >= 16) {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
+// Zeroes `n` bytes; short runs (row padding is 1 to 31 elements) inline like copy_bytes.
+inline void zero_bytes(std::byte* dst, std::size_t n) {
+  if (n >= 64) {
+    std::memset(dst, 0, n);
+  } else if (n >= 32) {
+    std::memset(dst, 0, 32);
+    std::memset(dst + n - 32, 0, 32);
+  } else if (n >= 16) {
+    std::memset(dst, 0, 16);
+    std::memset(dst + n - 16, 0, 16);
+  } else if (n >= 8) {
+    std::memset(dst, 0, 8);
+    std::memset(dst + n - 8, 0, 8);
+  } else if (n >= 4) {
+    std::memset(dst, 0, 4);
+    std::memset(dst + n - 4, 0, 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = std::byte{0};
+  }
+}
+
+// Copies `count` elements of `E` bytes, `ds` / `ss` elements apart.
+template <std::size_t E>
+void strided_copy(std::byte* dst, std::int64_t ds, const std::byte* src, std::int64_t ss,
+                  std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + static_cast<std::size_t>(i * ds) * E,
+                src + static_cast<std::size_t>(i * ss) * E, E);
+  }
+}
+
+// One innermost run of a block copy: `count` elements, `ds` / `ss` elements apart. With `lut`
+// (8-bit elements only) every element is mapped through the 256-entry table.
+void copy_run(std::byte* dst, std::int64_t ds, const std::byte* src, std::int64_t ss,
+              std::int64_t count, std::size_t esize, const std::uint8_t* lut) {
+  if (lut != nullptr) {
+    const auto* s = reinterpret_cast<const unsigned char*>(src);
+    auto* d = reinterpret_cast<unsigned char*>(dst);
+    if (ds == 1 && ss == 1) {
+      for (std::int64_t i = 0; i < count; ++i) d[i] = lut[s[i]];
+    } else {
+      for (std::int64_t i = 0; i < count; ++i) d[i * ds] = lut[s[i * ss]];
+    }
+    return;
+  }
+  if (ds == 1 && ss == 1) {
+    copy_bytes(dst, src, static_cast<std::size_t>(count) * esize);
+    return;
+  }
+  switch (esize) {
+    case 1: {
+      const auto* s = reinterpret_cast<const unsigned char*>(src);
+      auto* d = reinterpret_cast<unsigned char*>(dst);
+      for (std::int64_t i = 0; i < count; ++i) d[i * ds] = s[i * ss];
+      return;
+    }
+    case 2: return strided_copy<2>(dst, ds, src, ss, count);
+    case 4: return strided_copy<4>(dst, ds, src, ss, count);
+    case 8: return strided_copy<8>(dst, ds, src, ss, count);
+    default:
+      for (std::int64_t i = 0; i < count; ++i) {
+        std::memcpy(dst + static_cast<std::size_t>(i * ds) * esize,
+                    src + static_cast<std::size_t>(i * ss) * esize, esize);
+      }
+  }
+}
+
+// Copies block `b` (element size `esize`) from `src` to `dst`, optionally through `lut`. The
+// two innermost (coalesced) dims are tight loops; outer dims run on an odometer.
+void copy_block(std::byte* dst, const std::byte* src, Block b, std::size_t esize,
+                const std::uint8_t* lut = nullptr) {
+  for (std::int64_t n : b.dims) {
+    if (n == 0) return;
+  }
+  coalesce(b);
+  const std::size_t rank = b.dims.size();
+  const std::int64_t inner = b.dims[rank - 1];
+  const std::int64_t di = b.dst_strides[rank - 1], si = b.src_strides[rank - 1];
+  const std::int64_t mid = rank >= 2 ? b.dims[rank - 2] : 1;
+  const std::int64_t dm = rank >= 2 ? b.dst_strides[rank - 2] : 0;
+  const std::int64_t sm = rank >= 2 ? b.src_strides[rank - 2] : 0;
+  const std::size_t outer_rank = rank >= 2 ? rank - 2 : 0;
+  std::vector<std::int64_t> index(outer_rank, 0);
+  for (;;) {
+    std::int64_t doff = 0, soff = 0;
+    for (std::size_t d = 0; d < outer_rank; ++d) {
+      doff += index[d] * b.dst_strides[d];
+      soff += index[d] * b.src_strides[d];
+    }
+    for (std::int64_t m = 0; m < mid; ++m) {
+      copy_run(dst + static_cast<std::size_t>(doff + m * dm) * esize, di,
+               src + static_cast<std::size_t>(soff + m * sm) * esize, si, inner, esize, lut);
+    }
+    std::size_t d = outer_rank;
+    while (d > 0 && ++index[d - 1] == b.dims[d - 1]) index[--d] = 0;
+    if (d == 0) break;
+  }
+}
+
+// Walks the elements of a tensor in logical row-major order as runs of contiguous elements
+// (whole rows of a lowered tensor, the whole of a linear one).
+class RunCursor {
+ public:
+  // `shape` with its layout strides; element_count(shape) must be > 0.
+  RunCursor(const Shape& shape, const std::vector<std::int64_t>& strides) {
+    Block b{shape, strides, strides};
+    coalesce(b);
+    if (b.dst_strides.back() == 1) {  // innermost dim contiguous: runs of its extent
+      run_ = b.dims.back();
+      b.dims.pop_back();
+      b.dst_strides.pop_back();
+    }
+    dims_ = std::move(b.dims);
+    strides_ = std::move(b.dst_strides);
+    index_.assign(dims_.size(), 0);
+  }
+  std::int64_t offset() const { return offset_; }  ///< first element of the current run
+  std::int64_t run() const { return run_; }        ///< elements in every run
+  void advance() {
+    std::size_t d = dims_.size();
+    while (d > 0) {
+      --d;
+      offset_ += strides_[d];
+      if (++index_[d] < dims_[d]) return;
+      offset_ -= strides_[d] * dims_[d];
+      index_[d] = 0;
+    }
+  }
+
+ private:
+  std::vector<std::int64_t> dims_, strides_, index_;
+  std::int64_t run_ = 1;
+  std::int64_t offset_ = 0;
+};
+
+// Copies all elements of `xref` (at src) to `yref` (at dst) in logical row-major order; both hold
+// the same number of elements. A linear side is row-major whatever its shape, so it can take the
+// other side's shape and the copy becomes one block copy; only lowered -> lowered between
+// different shapes walks the two sides' runs separately.
+void copy_row_major(std::byte* dst, const TensorRef& yref, const std::byte* src,
+                    const TensorRef& xref) {
+  const std::size_t esize = dtype_size(xref.dtype);
+  std::int64_t remaining = element_count(xref.shape);
+  if (remaining == 0) return;
+  if (xref.shape == yref.shape) {  // a layout change only
+    copy_block(dst, src, Block{yref.shape, layout_strides(yref), layout_strides(xref)}, esize);
+    return;
+  }
+  if (yref.layout == Layout::Linear) {
+    copy_block(dst, src, Block{xref.shape, contiguous_strides(xref.shape), layout_strides(xref)},
+               esize);
+    return;
+  }
+  if (xref.layout == Layout::Linear) {
+    copy_block(dst, src, Block{yref.shape, layout_strides(yref), contiguous_strides(yref.shape)},
+               esize);
+    return;
+  }
+  const Shape& ss = xref.shape;
+  const Shape& ds = yref.shape;
+  const std::vector<std::int64_t> sst = layout_strides(xref), dst_st = layout_strides(yref);
+  RunCursor s(ss, sst), d(ds, dst_st);
+  std::int64_t s_used = 0, d_used = 0;
+  while (remaining > 0) {
+    const std::int64_t n = std::min(s.run() - s_used, d.run() - d_used);
+    copy_bytes(dst + static_cast<std::size_t>(d.offset() + d_used) * esize,
+               src + static_cast<std::size_t>(s.offset() + s_used) * esize,
+               static_cast<std::size_t>(n) * esize);
+    remaining -= n;
+    if ((s_used += n) == s.run()) {
+      s.advance();
+      s_used = 0;
+    }
+    if ((d_used += n) == d.run()) {
+      d.advance();
+      d_used = 0;
+    }
+  }
+}
+
+// Zeroes the row padding of a lowered tensor (nothing for Linear), so outputs are fully defined.
+void clear_row_padding(std::byte* base, const TensorRef& ref) {
+  if (ref.layout != Layout::LoweredNCHW) return;
+  const std::int64_t w = ref.shape[3], wp = isa::padded_width(w);
+  if (wp == w) return;
+  const std::size_t esize = dtype_size(ref.dtype);
+  const std::int64_t rows = ref.shape[0] * ref.shape[1] * ref.shape[2];
+  const auto pad = static_cast<std::size_t>(wp - w) * esize;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    zero_bytes(base + static_cast<std::size_t>(r * wp + w) * esize, pad);
+  }
+}
+
+// True when the bytes of the two (located) tensors overlap.
+bool overlaps(const TensorRef& a, const TensorRef& b) {
+  const std::uint64_t sa = a.size_bytes(), sb = b.size_bytes();
+  return sa > 0 && sb > 0 && a.address < b.address + sb && b.address < a.address + sa;
+}
+
+// Where to read a located input from: the region, or a copy in `scratch` when the input's bytes
+// overlap one of the kernel's outputs (which are written while the input is read).
+const std::byte* readable(std::span<std::byte> region, const TensorRef& input,
+                          const std::vector<TensorRef>& outputs, std::vector<std::byte>& scratch) {
+  const std::byte* ptr = region.data() + input.address;
+  for (const TensorRef& out : outputs) {
+    if (overlaps(input, out)) {
+      scratch.assign(ptr, ptr + input.size_bytes());
+      return scratch.data();
+    }
+  }
+  return ptr;
+}
+
+// Throws when two outputs of the kernel share bytes.
+void require_disjoint_outputs(const isa::Kernel& kernel) {
+  for (std::size_t i = 0; i < kernel.outputs.size(); ++i) {
+    for (std::size_t j = i + 1; j < kernel.outputs.size(); ++j) {
+      if (overlaps(kernel.outputs[i], kernel.outputs[j])) {
+        fault("{} overlaps {}", describe(fmt::format("output {}", i), kernel.outputs[i]),
+              describe(fmt::format("output {}", j), kernel.outputs[j]));
+      }
+    }
+  }
+}
+
+// Throws unless `other` has `ref`'s dtype (data movement never converts).
+void require_same_dtype(const TensorRef& ref, std::string_view role, const TensorRef& other,
+                        std::string_view other_role) {
+  if (ref.dtype != other.dtype) {
+    fault("{} must have the dtype of {}", describe(role, ref), describe(other_role, other));
+  }
+}
+
+// An ONNX-style axis in [-rank, rank) as an index in [0, rank); throws when out of range.
+std::size_t normalize_axis(std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) fault("axis {} is out of range for rank {}", axis, rank);
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+// LowLevelReshape: logical row-major copy between any layouts (equal element counts).
 void reshape(const isa::Kernel& kernel, std::span<std::byte> region) {
   params_of<isa::ReshapeParams>(kernel);
   require_arity(kernel, 1, 1);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  const std::byte* xptr = locate(region, xref, "input 0");
+  locate(region, xref, "input 0");
   std::byte* yptr = locate(region, yref, "output 0");
-  require_linear(yref, "output 0");
-  if (xref.dtype != yref.dtype) fault("{} must have the input's dtype", describe("output 0", yref));
+  require_same_dtype(yref, "output 0", xref, "input 0");
   if (element_count(xref.shape) != element_count(yref.shape)) {
     fault("{} and {} hold different element counts", describe("input 0", xref),
           describe("output 0", yref));
   }
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  copy_row_major(yptr, yref, xptr, xref);
+  clear_row_padding(yptr, yref);
+}
+
+// Checks the pieces of a Concat (inputs) or Split (outputs) against the whole tensor: same
+// dtype and rank, equal extents except along `axis`, where they sum to the whole's extent.
+// Returns the normalized axis.
+std::size_t require_pieces(const TensorRef& whole, std::string_view whole_role,
+                           const std::vector<TensorRef>& pieces, std::string_view piece_role,
+                           std::int64_t axis_param) {
+  const std::size_t rank = whole.shape.size();
+  if (rank == 0) fault("{} must be of rank >= 1", describe(whole_role, whole));
+  const std::size_t axis = normalize_axis(axis_param, rank);
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const TensorRef& piece = pieces[i];
+    const std::string role = fmt::format("{} {}", piece_role, i);
+    require_same_dtype(piece, role, whole, whole_role);
+    bool ok = piece.shape.size() == rank;
+    for (std::size_t d = 0; ok && d < rank; ++d) ok = d == axis || piece.shape[d] == whole.shape[d];
+    if (!ok) {
+      fault("{} must match {} in every dim but axis {}", describe(role, piece),
+            describe(whole_role, whole), axis);
+    }
+    sum += piece.shape[axis];
+  }
+  if (sum != whole.shape[axis]) {
+    fault("the {}s' extents along axis {} sum to {}, but {} has {}", piece_role, axis, sum,
+          describe(whole_role, whole), whole.shape[axis]);
+  }
+  return axis;
+}
+
+// LowLevelConcat: inputs placed one after the other along the axis of the output.
+void concat(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::ConcatParams>(kernel);
+  if (kernel.inputs.empty() || kernel.outputs.size() != 1) {
+    fault("expects at least 1 input and 1 output but has {} and {}", kernel.inputs.size(),
+          kernel.outputs.size());
+  }
+  const TensorRef& yref = kernel.outputs[0];
+  std::byte* yptr = locate(region, yref, "output 0");
+  for (std::size_t i = 0; i < kernel.inputs.size(); ++i) {
+    locate(region, kernel.inputs[i], fmt::format("input {}", i));
+  }
+  const std::size_t axis = require_pieces(yref, "output 0", kernel.inputs, "input", p.axis);
+  const std::vector<std::int64_t> ys = layout_strides(yref);
+  const std::size_t esize = dtype_size(yref.dtype);
+  // Read every overlapping input before writing anything.
+  std::vector<std::vector<std::byte>> scratch(kernel.inputs.size());
+  std::vector<const std::byte*> sources;
+  for (std::size_t i = 0; i < kernel.inputs.size(); ++i) {
+    sources.push_back(readable(region, kernel.inputs[i], kernel.outputs, scratch[i]));
+  }
+  std::int64_t start = 0;  // position of the current input along the axis
+  for (std::size_t i = 0; i < kernel.inputs.size(); ++i) {
+    const TensorRef& xref = kernel.inputs[i];
+    copy_block(yptr + static_cast<std::size_t>(start * ys[axis]) * esize, sources[i],
+               Block{xref.shape, ys, layout_strides(xref)}, esize);
+    start += xref.shape[axis];
+  }
+  clear_row_padding(yptr, yref);
+}
+
+// LowLevelSplit: consecutive slices of the input along the axis, one per output.
+void split(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::SplitParams>(kernel);
+  if (kernel.inputs.size() != 1 || kernel.outputs.empty()) {
+    fault("expects 1 input and at least 1 output but has {} and {}", kernel.inputs.size(),
+          kernel.outputs.size());
+  }
+  const TensorRef& xref = kernel.inputs[0];
+  locate(region, xref, "input 0");
+  std::vector<std::byte*> targets;
+  for (std::size_t i = 0; i < kernel.outputs.size(); ++i) {
+    targets.push_back(locate(region, kernel.outputs[i], fmt::format("output {}", i)));
+  }
+  const std::size_t axis = require_pieces(xref, "input 0", kernel.outputs, "output", p.axis);
+  require_disjoint_outputs(kernel);
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  const std::vector<std::int64_t> xs = layout_strides(xref);
   const std::size_t esize = dtype_size(xref.dtype);
-  if (xref.layout == Layout::Linear) {
-    std::memmove(yptr, xptr, static_cast<std::size_t>(xref.size_bytes()));
-    return;
+  std::int64_t start = 0;  // position of the current output along the axis
+  for (std::size_t i = 0; i < kernel.outputs.size(); ++i) {
+    const TensorRef& yref = kernel.outputs[i];
+    copy_block(targets[i], xptr + static_cast<std::size_t>(start * xs[axis]) * esize,
+               Block{yref.shape, layout_strides(yref), xs}, esize);
+    clear_row_padding(targets[i], yref);
+    start += yref.shape[axis];
   }
-  // Lowered rows are W elements Wp apart; output rows are packed. Copying rows in increasing
-  // order is safe even in place, because output row r never starts after input row r.
-  const std::int64_t rows = xref.shape[0] * xref.shape[1] * xref.shape[2];
-  const auto row_bytes = static_cast<std::size_t>(xref.shape[3]) * esize;
-  const auto pitch_bytes = static_cast<std::size_t>(isa::padded_width(xref.shape[3])) * esize;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::memmove(yptr + static_cast<std::size_t>(r) * row_bytes,
-                 xptr + static_cast<std::size_t>(r) * pitch_bytes, row_bytes);
+}
+
+// LowLevelTranspose: output dim d is input dim perm[d].
+void transpose(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::TransposeParams>(kernel);
+  require_arity(kernel, 1, 1);
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  locate(region, xref, "input 0");
+  std::byte* yptr = locate(region, yref, "output 0");
+  require_same_dtype(yref, "output 0", xref, "input 0");
+  const std::size_t rank = xref.shape.size();
+  if (p.perm.size() != rank) {
+    fault("perm has {} entries but {} has rank {}", p.perm.size(), describe("input 0", xref), rank);
   }
+  std::vector<bool> seen(rank, false);
+  Shape expected(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t axis = p.perm[d];
+    if (axis < 0 || axis >= static_cast<std::int64_t>(rank) ||
+        seen[static_cast<std::size_t>(axis)]) {
+      fault("perm {} is not a permutation of 0..{}", shape_to_string(p.perm), rank - 1);
+    }
+    seen[static_cast<std::size_t>(axis)] = true;
+    expected[d] = xref.shape[static_cast<std::size_t>(axis)];
+  }
+  if (yref.shape != expected) {
+    fault("{} must have shape {} (input 0 permuted by {})", describe("output 0", yref),
+          shape_to_string(expected), shape_to_string(p.perm));
+  }
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  const std::vector<std::int64_t> xs = layout_strides(xref);
+  std::vector<std::int64_t> src_strides(rank);
+  for (std::size_t d = 0; d < rank; ++d) src_strides[d] = xs[static_cast<std::size_t>(p.perm[d])];
+  // Walks the output in its own order: writes are sequential, reads gather.
+  copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), src_strides},
+             dtype_size(xref.dtype));
+  clear_row_padding(yptr, yref);
+}
+
+// LowLevelRequantize: DequantizeLinear then QuantizeLinear in float32, element for element.
+// Every 8-bit input value maps to one output value, so the formula is evaluated once per
+// possible input value into a table and the copy maps elements through it.
+void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::RequantizeParams>(kernel);
+  require_arity(kernel, 1, 1);
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  locate(region, xref, "input 0");
+  std::byte* yptr = locate(region, yref, "output 0");
+  require_8bit(xref, "input 0");
+  require_8bit(yref, "output 0");
+  if (xref.shape != yref.shape) {
+    fault("{} must have the shape of {}", describe("output 0", yref), describe("input 0", xref));
+  }
+  require_scale(p.x.scale, "x_scale");
+  require_scale(p.y.scale, "y_scale");
+  require_zero_point(p.x.zero_point, xref.dtype, "x_zero_point");
+  require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
+
+  const auto [qmin, qmax] = isa::quant_range(yref.dtype);
+  const bool x_signed = xref.dtype == DType::Int8;
+  std::array<std::uint8_t, 256> lut{};
+  for (unsigned byte = 0; byte < 256; ++byte) {
+    const auto u = static_cast<std::uint8_t>(byte);
+    const std::int32_t x = x_signed ? std::int32_t{static_cast<std::int8_t>(u)} : std::int32_t{u};
+    const float f = static_cast<float>(x - p.x.zero_point) * p.x.scale;
+    const float q = std::nearbyint(f / p.y.scale) + static_cast<float>(p.y.zero_point);
+    std::int32_t v;
+    if (q < static_cast<float>(qmin)) {
+      v = qmin;
+    } else if (q > static_cast<float>(qmax)) {
+      v = qmax;
+    } else {
+      v = static_cast<std::int32_t>(q);
+    }
+    lut[byte] = static_cast<std::uint8_t>(v);
+  }
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), layout_strides(xref)}, 1,
+             lut.data());
+  clear_row_padding(yptr, yref);
+}
+
+// LowLevelGlobalAveragePool (com.microsoft QLinearGlobalAveragePool, NCHW).
+void global_average_pool(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::GlobalAveragePoolParams>(kernel);
+  require_arity(kernel, 1, 1);
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  locate(region, xref, "input 0");
+  std::byte* yptr = locate(region, yref, "output 0");
+  require_8bit(xref, "input 0");
+  require_8bit(yref, "output 0");
+  if (xref.shape.size() != 4) fault("{} must be of rank 4 (NCHW)", describe("input 0", xref));
+  const std::int64_t N = xref.shape[0], C = xref.shape[1], H = xref.shape[2], W = xref.shape[3];
+  if (yref.shape != Shape{N, C, 1, 1}) {
+    fault("{} must have shape {}", describe("output 0", yref), shape_to_string({N, C, 1, 1}));
+  }
+  require_scale(p.x.scale, "x_scale");
+  require_scale(p.y.scale, "y_scale");
+  require_zero_point(p.x.zero_point, xref.dtype, "x_zero_point");
+  require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
+  if (N * C == 0) return;
+  if (H * W == 0) fault("{} has no spatial elements to average", describe("input 0", xref));
+  const float mult = p.x.scale / (p.y.scale * static_cast<float>(H * W));
+  if (!std::isfinite(mult)) fault("requantization multiplier {} is not finite", mult);
+
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  const std::vector<std::int64_t> xs = layout_strides(xref), ys = layout_strides(yref);
+  const bool x_signed = xref.dtype == DType::Int8;
+  const auto [qmin, qmax] = isa::quant_range(yref.dtype);
+  // sum(x - zp) = sum(x) - zp * H * W, in wrapping 32-bit arithmetic like the int32 adders.
+  const std::uint32_t zp_total =
+      static_cast<std::uint32_t>(p.x.zero_point) * static_cast<std::uint32_t>(H * W);
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t c = 0; c < C; ++c) {
+      std::uint32_t acc = 0;
+      for (std::int64_t h = 0; h < H; ++h) {
+        const auto* row =
+            reinterpret_cast<const unsigned char*>(xptr) + (n * xs[0] + c * xs[1] + h * xs[2]);
+        if (x_signed) {
+          for (std::int64_t w = 0; w < W; ++w) {
+            acc += static_cast<std::uint32_t>(
+                static_cast<std::int32_t>(static_cast<std::int8_t>(row[w])));
+          }
+        } else {
+          for (std::int64_t w = 0; w < W; ++w) acc += row[w];
+        }
+      }
+      const auto sum = static_cast<std::int32_t>(acc - zp_total);
+      store8(yptr + (n * ys[0] + c * ys[1]),
+             isa::requantize(sum, mult, p.y.zero_point, qmin, qmax));
+    }
+  }
+  clear_row_padding(yptr, yref);
 }
 
 }  // namespace
@@ -590,6 +1116,11 @@ void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region) {
     case isa::KernelKind::MatMul: return matmul(kernel, region);
     case isa::KernelKind::Add: return add(kernel, region);
     case isa::KernelKind::Reshape: return reshape(kernel, region);
+    case isa::KernelKind::Requantize: return requantize(kernel, region);
+    case isa::KernelKind::Concat: return concat(kernel, region);
+    case isa::KernelKind::Transpose: return transpose(kernel, region);
+    case isa::KernelKind::Split: return split(kernel, region);
+    case isa::KernelKind::GlobalAveragePool: return global_average_pool(kernel, region);
   }
   fault("unknown kernel kind {}", static_cast<int>(kernel.kind));
 }

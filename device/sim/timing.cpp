@@ -4,10 +4,15 @@
 //   DMA:      dma_latency_ns + bytes / pcie_bytes_per_ns                      (per transfer)
 //   MAC kernels (Conv2d, DepthwiseConv2d, MatMul):
 //             kernel_overhead_cycles + ceil(macs / (macs_per_cycle_per_pe * pe_count))
-//   data movement (MaxPool, Add, Reshape):
+//   data movement and vector kernels (MaxPool, Add, Reshape, Requantize, Concat, Transpose,
+//   Split, GlobalAveragePool):
 //             kernel_overhead_cycles + ceil(bytes_touched / (64 * pe_count))
 //             where bytes_touched = bytes of all inputs and outputs in their layouts and 64 is a
-//             guessed bytes/cycle/PE of the vector path.
+//             guessed bytes/cycle/PE of the vector path. GlobalAveragePool is costed here even
+//             though kernel_macs() counts its N*C*H*W accumulations: streaming its input (>= one
+//             byte per accumulation at 64 B/cycle) dominates the MAC time (16K MAC/cycle).
+//   Every KernelKind has an explicit case; an unknown kind (a corrupted program) costs only the
+//   overhead, and the functional model rejects it anyway.
 //   kernel ns = cycles / clock_ghz
 //
 // Not modelled yet: alignment losses when channels or width are not multiples of 32, SRAM vs.
@@ -55,6 +60,11 @@ std::uint64_t kernel_cycles(const SimConfig& config, const isa::Kernel& kernel, 
     case isa::KernelKind::MaxPool:
     case isa::KernelKind::Add:
     case isa::KernelKind::Reshape:
+    case isa::KernelKind::Requantize:
+    case isa::KernelKind::Concat:
+    case isa::KernelKind::Transpose:
+    case isa::KernelKind::Split:
+    case isa::KernelKind::GlobalAveragePool:
       return config.kernel_overhead_cycles +
              ceil_div(static_cast<double>(bytes_touched(kernel)), kVectorBytesPerCyclePerPe * pes);
   }

@@ -51,6 +51,11 @@ std::string_view kernel_name(KernelKind kind) noexcept {
     case KernelKind::MatMul: return "LowLevelMatMul";
     case KernelKind::Add: return "LowLevelAdd";
     case KernelKind::Reshape: return "LowLevelReshape";
+    case KernelKind::Requantize: return "LowLevelRequantize";
+    case KernelKind::Concat: return "LowLevelConcat";
+    case KernelKind::Transpose: return "LowLevelTranspose";
+    case KernelKind::Split: return "LowLevelSplit";
+    case KernelKind::GlobalAveragePool: return "LowLevelGlobalAveragePool";
   }
   return "LowLevelUnknown";
 }
@@ -84,6 +89,15 @@ std::uint64_t matmul_macs(const Kernel& kernel) {
   return batch * udim(a[a.size() - 2]) * udim(b[1]) * udim(a[a.size() - 1]);
 }
 
+// N * C * H * W: one accumulation per input element, as a depthwise H x W convolution with unit
+// weights would do; 0 when the input is not of rank 4.
+std::uint64_t global_average_pool_macs(const Kernel& kernel) {
+  if (kernel.inputs.empty()) return 0;
+  const Shape& x = kernel.inputs[0].shape;
+  if (x.size() != 4) return 0;
+  return udim(x[0]) * udim(x[1]) * udim(x[2]) * udim(x[3]);
+}
+
 }  // namespace
 
 std::uint64_t kernel_macs(const Kernel& kernel) {
@@ -91,9 +105,17 @@ std::uint64_t kernel_macs(const Kernel& kernel) {
     case KernelKind::Conv2d:
     case KernelKind::DepthwiseConv2d: return conv_macs(kernel);
     case KernelKind::MatMul: return matmul_macs(kernel);
+    // GlobalAveragePool counts its N*C*H*W accumulations (a depthwise H x W conv with unit
+    // weights); the timing model still costs it by the bytes it streams (see sim/timing.cpp).
+    case KernelKind::GlobalAveragePool: return global_average_pool_macs(kernel);
+    // Data movement and elementwise kernels perform no multiply-accumulates.
     case KernelKind::MaxPool:
     case KernelKind::Add:
-    case KernelKind::Reshape: return 0;
+    case KernelKind::Reshape:
+    case KernelKind::Requantize:
+    case KernelKind::Concat:
+    case KernelKind::Transpose:
+    case KernelKind::Split: return 0;
   }
   return 0;
 }

@@ -95,6 +95,8 @@ void run_cpu_op(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
     case compiler::CpuOpKind::Unlower:
       relayout(s, dtype_size(in_slot.dtype), in, out, false);
       return;
+    case compiler::CpuOpKind::External:
+      throw Error(ErrorCode::Internal, "external operators run through compiler::run_cpu_op");
   }
 }
 

@@ -14,9 +14,11 @@
 #include <boost/asio/thread_pool.hpp>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <regex>
 
 #include "cpu_ops.h"
+#include "furiosa/compiler/cpu_ops.h"
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/device/sim.h"
 
@@ -83,7 +85,7 @@ struct Runner::Impl {
   Model model;
   std::shared_ptr<profiler::Profiler> profiler;
   std::unique_ptr<device::Device> device;
-  std::shared_ptr<device::LoadedProgram> program;
+  std::vector<std::shared_ptr<device::LoadedProgram>> programs;  // per NpuCall
   std::unique_ptr<boost::asio::thread_pool> pool;
 
   ~Impl() {
@@ -145,67 +147,96 @@ struct Runner::Impl {
     profiler->record(npu("Store", t.store_start_ns, t.store_end_ns, parent.span_id));
   }
 
-  void run_ops(const std::vector<compiler::CpuOp>& ops, std::vector<std::vector<std::byte>>& buf,
-               const std::vector<std::span<const std::byte>>& view, const profiler::SpanContext& ctx) {
-    for (const auto& op : ops) {
-      profiler::ScopedSpan span(profiler.get(), compiler::cpu_op_name(op.kind), ctx);
-      span.record().operator_index = op.operator_index;
-      const auto& in_slot = compiled.slots[static_cast<std::size_t>(op.input)];
-      const auto& out_slot = compiled.slots[static_cast<std::size_t>(op.output)];
-      auto& out = buf[static_cast<std::size_t>(op.output)];
-      out.resize(out_slot.size_bytes());
-      std::span<const std::byte> in = view[static_cast<std::size_t>(op.input)].empty()
-                                          ? std::span<const std::byte>(buf[static_cast<std::size_t>(op.input)])
-                                          : view[static_cast<std::size_t>(op.input)];
-      detail::run_cpu_op(op, in_slot, in, out_slot, out);
+  // Host buffers of one inference: dense slots hold Tensors (user inputs and constants are
+  // referenced in place), lowered slots raw bytes.
+  struct Buffers {
+    explicit Buffers(std::size_t n) : tensors(n), raw(n), ref(n, nullptr) {}
+    std::vector<std::optional<Tensor>> tensors;
+    std::vector<std::vector<std::byte>> raw;
+    std::vector<const Tensor*> ref;
+  };
+
+  std::span<std::byte> writable(Buffers& b, int s) {
+    const auto& slot = compiled.slots[static_cast<std::size_t>(s)];
+    const auto i = static_cast<std::size_t>(s);
+    if (slot.layout == isa::Layout::Linear) {
+      b.tensors[i].emplace(slot.dtype, slot.shape);
+      b.ref[i] = &*b.tensors[i];
+      return b.tensors[i]->bytes();
+    }
+    b.raw[i].resize(slot.size_bytes());
+    return b.raw[i];
+  }
+
+  static std::span<const std::byte> readable(const Buffers& b, int s) {
+    const auto i = static_cast<std::size_t>(s);
+    return b.ref[i] ? b.ref[i]->bytes() : std::span<const std::byte>(b.raw[i]);
+  }
+
+  void run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx) {
+    const std::string name = op.kind == compiler::CpuOpKind::External ? op.node->op_type
+                                                                      : std::string(compiler::cpu_op_name(op.kind));
+    profiler::ScopedSpan span(profiler.get(), name, ctx);
+    span.record().operator_index = op.operator_index;
+    if (op.kind != compiler::CpuOpKind::External) {
+      const int in = op.inputs.at(0), out = op.outputs.at(0);
+      detail::run_cpu_op(op, compiled.slots[static_cast<std::size_t>(in)], readable(b, in),
+                         compiled.slots[static_cast<std::size_t>(out)], writable(b, out));
+      return;
+    }
+    std::vector<const Tensor*> ins;
+    for (int s : op.inputs) ins.push_back(s >= 0 ? b.ref[static_cast<std::size_t>(s)] : nullptr);
+    auto outs = compiler::run_cpu_op(*op.node, ins);
+    for (std::size_t o = 0; o < op.outputs.size() && o < outs.size(); ++o) {
+      const int s = op.outputs[o];
+      if (s < 0) continue;
+      const auto& slot = compiled.slots[static_cast<std::size_t>(s)];
+      if (outs[o].dtype() != slot.dtype || outs[o].shape() != slot.shape) {
+        throw Error(ErrorCode::Internal,
+                    fmt::format("external operator '{}' ({}) produced {} {} for '{}', compiled as {} {}",
+                                op.node_name, op.node->op_type, dtype_name(outs[o].dtype()),
+                                shape_to_string(outs[o].shape()), slot.name, dtype_name(slot.dtype),
+                                shape_to_string(slot.shape)));
+      }
+      b.tensors[static_cast<std::size_t>(s)] = std::move(outs[o]);
+      b.ref[static_cast<std::size_t>(s)] = &*b.tensors[static_cast<std::size_t>(s)];
     }
   }
 
-  // The worker part of one inference.
+  void run_npu(int index, Buffers& b, const profiler::SpanContext& ctx) {
+    const auto& call = compiled.npu_calls[static_cast<std::size_t>(index)];
+    std::vector<std::span<const std::byte>> dev_in;
+    for (int s : call.input_slots) dev_in.push_back(readable(b, s));
+    std::vector<std::span<std::byte>> dev_out;
+    for (int s : call.output_slots) dev_out.push_back(writable(b, s));
+    std::shared_ptr<device::Fence> fence;
+    const std::uint64_t flow_id = profiler ? profiler->next_flow_id() : 0;
+    {
+      profiler::ScopedSpan enqueue(profiler.get(), "Enqueue", ctx);
+      enqueue.record().flow_id = flow_id;
+      fence = device->submit(*programs[static_cast<std::size_t>(index)], std::move(dev_in), std::move(dev_out));
+    }
+    fence->wait();
+    if (auto err = fence->error()) std::rethrow_exception(err);
+    record_npu_spans(fence->timing(), ctx, flow_id);
+  }
+
+  // The worker part of one inference: the compiled steps in order.
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const profiler::SpanContext& ctx) {
-    const auto& slots = compiled.slots;
-    std::vector<std::vector<std::byte>> buf(slots.size());
-    // Model inputs are read in place (no copy).
-    std::vector<std::span<const std::byte>> view(slots.size());
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      view[static_cast<std::size_t>(compiled.input_slots[i])] = inputs[i].bytes();
+    Buffers b(compiled.slots.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) b.ref[static_cast<std::size_t>(compiled.input_slots[i])] = &inputs[i];
+    for (std::size_t s = 0; s < compiled.slots.size(); ++s) {
+      if (compiled.slots[s].constant) b.ref[s] = compiled.slots[s].constant.get();
     }
-    auto read = [&](int s) -> std::span<const std::byte> {
-      auto v = view[static_cast<std::size_t>(s)];
-      return v.empty() ? std::span<const std::byte>(buf[static_cast<std::size_t>(s)]) : v;
-    };
-    run_ops(compiled.pre_ops, buf, view, ctx);
-    if (program) {
-      std::vector<std::span<const std::byte>> dev_in;
-      for (int s : compiled.program_input_slots) dev_in.push_back(read(s));
-      std::vector<std::span<std::byte>> dev_out;
-      for (int s : compiled.program_output_slots) {
-        auto& b = buf[static_cast<std::size_t>(s)];
-        b.resize(slots[static_cast<std::size_t>(s)].size_bytes());
-        dev_out.emplace_back(b);
-      }
-      std::shared_ptr<device::Fence> fence;
-      const std::uint64_t flow_id = profiler ? profiler->next_flow_id() : 0;
-      {
-        profiler::ScopedSpan enqueue(profiler.get(), "Enqueue", ctx);
-        enqueue.record().flow_id = flow_id;
-        fence = device->submit(*program, std::move(dev_in), std::move(dev_out));
-      }
-      fence->wait();
-      if (auto err = fence->error()) std::rethrow_exception(err);
-      record_npu_spans(fence->timing(), ctx, flow_id);
+    for (const auto& step : compiled.steps) {
+      if (step.kind == compiler::Step::Kind::Npu) run_npu(step.npu, b, ctx);
+      else run_cpu(step.cpu, b, ctx);
     }
-    run_ops(compiled.post_ops, buf, view, ctx);
     std::vector<Tensor> outputs;
-    for (std::size_t i = 0; i < compiled.output_slots.size(); ++i) {
-      const int s = compiled.output_slots[i];
-      const auto& slot = slots[static_cast<std::size_t>(s)];
-      if (!view[static_cast<std::size_t>(s)].empty()) {  // an input returned as an output
-        auto v = view[static_cast<std::size_t>(s)];
-        outputs.emplace_back(slot.dtype, slot.shape, std::vector<std::byte>(v.begin(), v.end()));
-      } else {
-        outputs.emplace_back(slot.dtype, slot.shape, std::move(buf[static_cast<std::size_t>(s)]));
-      }
+    for (int s : compiled.output_slots) {
+      const auto i = static_cast<std::size_t>(s);
+      if (b.tensors[i]) outputs.push_back(std::move(*b.tensors[i]));
+      else outputs.push_back(*b.ref[i]);  // an input or constant returned as an output
     }
     return outputs;
   }
@@ -270,6 +301,7 @@ std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions
     profiler::ScopedSpan compile_span(impl->profiler.get(), "Compile", {});
     compiler::CompilerOptions copts = options.compiler_config;
     copts.pe_count = file.pe_count();
+    copts.batch_size = options.batch_size;
     impl->compiled = compiler::compile(std::move(graph), copts);
   }
   for (int s : impl->compiled.input_slots) {
@@ -281,10 +313,9 @@ std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions
     impl->model.outputs.push_back({slot.name, slot.dtype, slot.shape, format_of(slot.shape)});
   }
   impl->device = driver.open(file);
-  if (impl->compiled.program) impl->program = impl->device->load(impl->compiled.program);
+  for (const auto& call : impl->compiled.npu_calls) impl->programs.push_back(impl->device->load(call.program));
   impl->pool = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(options.worker_num));
-  spdlog::debug("runner ready on {} ({} kernels)", file.name(),
-                impl->compiled.program ? impl->compiled.program->kernels.size() : 0);
+  spdlog::debug("runner ready on {} ({} NPU programs)", file.name(), impl->programs.size());
   return std::make_unique<Runner>(std::move(impl));
 }
 

@@ -26,16 +26,18 @@ TEST_CASE("mnist-12-int8 is partitioned into Quantize/Lower, an NPU program and 
   auto g = compiler::import_onnx(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"));
   REQUIRE(g.nodes.size() == 11);
   auto cm = compiler::compile(std::move(g), {});
-  REQUIRE(cm.program);
-  // QuantizeLinear -> host Quantize, width 28 -> host Lower; DequantizeLinear -> host Dequantize.
-  REQUIRE(cm.pre_ops.size() == 2);
-  CHECK(cm.pre_ops[0].kind == compiler::CpuOpKind::Quantize);
-  CHECK(cm.pre_ops[1].kind == compiler::CpuOpKind::Lower);
-  REQUIRE(cm.post_ops.size() == 1);
-  CHECK(cm.post_ops[0].kind == compiler::CpuOpKind::Dequantize);
-  CHECK(cm.post_ops[0].scales.at(0) == Approx(59.930737f));
+  // QuantizeLinear -> host Quantize, width 28 -> host Lower, one NPU program, DequantizeLinear ->
+  // host Dequantize.
+  REQUIRE(cm.steps.size() == 4);
+  CHECK(cm.steps[0].cpu.kind == compiler::CpuOpKind::Quantize);
+  CHECK(cm.steps[1].cpu.kind == compiler::CpuOpKind::Lower);
+  REQUIRE(cm.steps[2].kind == compiler::Step::Kind::Npu);
+  CHECK(cm.steps[3].cpu.kind == compiler::CpuOpKind::Dequantize);
+  CHECK(cm.steps[3].cpu.scales.at(0) == Approx(59.930737f));
+  REQUIRE(cm.npu_calls.size() == 1);
+  const auto& program = cm.npu_calls[0].program;
   std::vector<std::string> kernels;
-  for (const auto& k : cm.program->kernels) kernels.emplace_back(isa::kernel_name(k.kind));
+  for (const auto& k : program->kernels) kernels.emplace_back(isa::kernel_name(k.kind));
   CHECK(kernels == std::vector<std::string>{"LowLevelConv2d", "LowLevelMaxPool", "LowLevelConv2d",
                                             "LowLevelMaxPool", "LowLevelReshape", "LowLevelMatMul",
                                             "LowLevelAdd"});
@@ -43,26 +45,22 @@ TEST_CASE("mnist-12-int8 is partitioned into Quantize/Lower, an NPU program and 
   const auto* dq = entry(cm.report, "Convolution110_DequantizeLinear");
   const auto* folded_q = entry(cm.report, "Pooling160_Output_0_reshape0_QuantizeLinear");
   for (const auto& e : cm.report.entries) {
-    if (e.placement == "folded") CHECK_THAT(e.reason, Catch::Contains("equal scale"));
+    if (e.placement == "folded") CHECK_THAT(e.reason, Catch::Contains("quantized tensor"));
   }
   (void)dq;
   (void)folded_q;
-  std::size_t folded = 0, npu = 0;
-  for (const auto& e : cm.report.entries) {
-    folded += e.placement == "folded";
-    npu += e.placement == "npu";
-  }
-  CHECK(folded == 2);
-  CHECK(npu == 7);
+  CHECK(cm.report.count("folded") == 2);
+  CHECK(cm.report.count("npu") == 7);
+  CHECK(cm.report.count("cpu") == 2);
   CHECK(cm.report.entries.size() == 11);
   const std::string table = cm.report.to_string();
   CHECK_THAT(table, Catch::Contains("LowLevelConv2d") && Catch::Contains("not a multiple of 32"));
   // Memory: every tensor lies inside the program's DRAM region; constants first.
-  for (const auto& k : cm.program->kernels) {
-    for (const auto& r : k.inputs) CHECK(r.address + r.size_bytes() <= cm.program->dram_bytes);
+  for (const auto& k : program->kernels) {
+    for (const auto& r : k.inputs) CHECK(r.address + r.size_bytes() <= program->dram_bytes);
     for (const auto& r : k.outputs) {
-      CHECK(r.address >= cm.program->constants.size());
-      CHECK(r.address + r.size_bytes() <= cm.program->dram_bytes);
+      CHECK(r.address >= program->constants.size());
+      CHECK(r.address + r.size_bytes() <= program->dram_bytes);
     }
   }
 }

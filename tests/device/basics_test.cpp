@@ -76,6 +76,11 @@ TEST_CASE("ISA helpers", "[device][isa]") {
   CHECK(isa::kernel_name(isa::KernelKind::MatMul) == "LowLevelMatMul");
   CHECK(isa::kernel_name(isa::KernelKind::Add) == "LowLevelAdd");
   CHECK(isa::kernel_name(isa::KernelKind::Reshape) == "LowLevelReshape");
+  CHECK(isa::kernel_name(isa::KernelKind::Requantize) == "LowLevelRequantize");
+  CHECK(isa::kernel_name(isa::KernelKind::Concat) == "LowLevelConcat");
+  CHECK(isa::kernel_name(isa::KernelKind::Transpose) == "LowLevelTranspose");
+  CHECK(isa::kernel_name(isa::KernelKind::Split) == "LowLevelSplit");
+  CHECK(isa::kernel_name(isa::KernelKind::GlobalAveragePool) == "LowLevelGlobalAveragePool");
 
   isa::Kernel conv;
   conv.kind = isa::KernelKind::Conv2d;
@@ -100,6 +105,22 @@ TEST_CASE("ISA helpers", "[device][isa]") {
   pool.kind = isa::KernelKind::MaxPool;
   pool.params = isa::MaxPoolParams{};
   CHECK(isa::kernel_macs(pool) == 0);
+
+  // GlobalAveragePool counts one accumulation per input element; data movement counts none.
+  isa::Kernel gap;
+  gap.kind = isa::KernelKind::GlobalAveragePool;
+  gap.inputs = {{0, DType::UInt8, {2, 8, 7, 9}, isa::Layout::LoweredNCHW}};
+  gap.outputs = {{0, DType::UInt8, {2, 8, 1, 1}, isa::Layout::Linear}};
+  gap.params = isa::GlobalAveragePoolParams{};
+  CHECK(isa::kernel_macs(gap) == 2u * 8 * 7 * 9);
+  isa::Kernel move;
+  move.inputs = gap.inputs;
+  move.outputs = gap.inputs;
+  for (auto kind : {isa::KernelKind::Reshape, isa::KernelKind::Requantize, isa::KernelKind::Concat,
+                    isa::KernelKind::Transpose, isa::KernelKind::Split}) {
+    move.kind = kind;
+    CHECK(isa::kernel_macs(move) == 0);
+  }
 }
 
 TEST_CASE("requantize rounds half to even and saturates", "[device][isa]") {

@@ -21,9 +21,10 @@ TEST_CASE("mnist-12-int8 agrees with the ONNX Runtime reference on all ten sets"
   CHECK(runner->model().inputs[0].name == "Input3");
   CHECK(runner->model().outputs[0].name == "Plus214_Output_0");
   // One output quantization step: the scale of the final DequantizeLinear.
-  const auto& post = runner->compiled().post_ops;
-  REQUIRE(!post.empty());
-  const double step = post.back().scales.at(0);
+  const auto& steps = runner->compiled().steps;
+  REQUIRE(!steps.empty());
+  REQUIRE(steps.back().cpu.kind == compiler::CpuOpKind::Dequantize);
+  const double step = steps.back().cpu.scales.at(0);
 
   double worst = 0;
   for (int set = 0; set < 10; ++set) {

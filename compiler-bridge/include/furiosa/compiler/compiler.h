@@ -19,40 +19,60 @@ struct CompilerOptions {
   int pe_count = 2;
 };
 
-/// A host-side buffer of the compiled model (a model input or output, or a program input or
-/// output). Buffers are dense; `layout` tells how program buffers are arranged.
+/// A host-side buffer of the compiled model (a model input or output, a value crossing between
+/// host and NPU, or a constant operand of a host operator). Buffers are dense unless `layout`
+/// says lowered.
 struct HostSlot {
   std::string name;
   DType dtype = DType::Float32;
   Shape shape;
   isa::Layout layout = isa::Layout::Linear;
+  /// Set for constant operands of host operators; the runtime reads it in place.
+  std::shared_ptr<const Tensor> constant;
 
   /// Bytes of the buffer in its layout.
   std::uint64_t size_bytes() const noexcept;
 };
 
-/// CPU operators the runtime executes around the NPU program (DESIGN.md "One inference").
+/// Host (CPU) operators the runtime executes around NPU calls (DESIGN.md "One inference").
 enum class CpuOpKind : std::uint8_t {
   Quantize,    ///< float -> uint8/int8, ONNX QuantizeLinear: saturate(rint(x / scale) + zp)
-  Dequantize,  ///< uint8/int8 -> float, ONNX DequantizeLinear: (x - zp) * scale
+  Dequantize,  ///< uint8/int8/int32 -> float, ONNX DequantizeLinear: (x - zp) * scale
   Lower,       ///< dense NCHW -> LoweredNCHW (rows padded to 32 elements)
   Unlower,     ///< LoweredNCHW -> dense NCHW (padding sliced off)
+  External,    ///< an ONNX node the NPU cannot run, executed by the host operator library
 };
 
-/// "Quantize", "Dequantize", "Lower", "Unlower" (span names).
+/// "Quantize", "Dequantize", "Lower", "Unlower", "External" (External spans use the op type).
 std::string_view cpu_op_name(CpuOpKind kind) noexcept;
 
-/// One CPU operator: reads slot `input`, writes slot `output`.
+/// One host operator: reads slots `inputs`, writes slots `outputs` (one each except External).
 struct CpuOp {
   CpuOpKind kind = CpuOpKind::Lower;
   std::string node_name;            ///< ONNX node it implements ("" for Lower/Unlower)
   std::int32_t operator_index = -1; ///< that node's index, or -1
-  int input = -1;
-  int output = -1;
+  std::vector<int> inputs;          ///< slot per node input; -1 for an omitted optional input
+  std::vector<int> outputs;
   /// Quantize/Dequantize parameters: one entry (per tensor) or one per index of `axis`.
   std::vector<float> scales;
   std::vector<std::int32_t> zero_points;
   std::int64_t axis = 1;
+  /// External: the node (op type, attributes) for the host operator library.
+  std::shared_ptr<const Node> node;
+};
+
+/// One execution of an NPU program: Load `input_slots`, run, Store to `output_slots`.
+struct NpuCall {
+  std::shared_ptr<const isa::Program> program;
+  std::vector<int> input_slots;
+  std::vector<int> output_slots;
+};
+
+/// One step of an inference, executed in order.
+struct Step {
+  enum class Kind : std::uint8_t { Cpu, Npu } kind = Kind::Cpu;
+  CpuOp cpu;     ///< when kind == Cpu
+  int npu = -1;  ///< index into CompiledModel::npu_calls when kind == Npu
 };
 
 /// Where a node went and why. One entry per ONNX node.
@@ -60,8 +80,10 @@ struct PartitionEntry {
   std::string node_name;
   std::string op;               ///< qualified op type ("com.microsoft::QLinearAdd")
   std::int32_t operator_index = -1;
-  std::string placement;        ///< "cpu-pre", "npu", "cpu-post", "folded", "constant"
-  std::string target;           ///< what it became: "Quantize", "LowLevelConv2d", ...
+  /// "npu", "cpu" (Quantize/Dequantize on the host), "fallback" (external operator on the host),
+  /// "folded" (absorbed by a rewrite), "constant" (evaluated at compile time), "removed" (dead).
+  std::string placement;
+  std::string target;           ///< what it became: "Quantize", "LowLevelConv2d", "Softmax", ...
   std::string reason;
 };
 
@@ -72,6 +94,8 @@ struct PartitionReport {
   std::vector<std::string> notes;
   /// Multi-line table.
   std::string to_string() const;
+  /// Number of entries with the given placement.
+  std::size_t count(std::string_view placement) const;
 };
 
 /// A compiled model. Immutable after compile(); shared read-only between threads.
@@ -79,12 +103,8 @@ struct CompiledModel {
   std::vector<HostSlot> slots;
   std::vector<int> input_slots;    ///< model inputs, in graph order
   std::vector<int> output_slots;   ///< model outputs, in graph order
-  std::vector<CpuOp> pre_ops;      ///< run in order before the NPU program
-  /// The NPU program; null when the graph has no NPU work (e.g. a lone QuantizeLinear).
-  std::shared_ptr<const isa::Program> program;
-  std::vector<int> program_input_slots;   ///< slot of each program input
-  std::vector<int> program_output_slots;  ///< slot of each program output
-  std::vector<CpuOp> post_ops;     ///< run in order after the NPU program
+  std::vector<Step> steps;         ///< one inference = these steps in order
+  std::vector<NpuCall> npu_calls;  ///< NPU programs (one per contiguous NPU segment)
   PartitionReport report;
 };
 
@@ -95,9 +115,11 @@ struct CompiledModel {
 /// computed from them) keep has_shape == false; compile() reports those nodes.
 void infer_shapes(Graph& graph, const CompilerOptions& options);
 
-/// Compiles a graph. Throws Error(UnsupportedOperator) listing every node (name, op type, domain,
-/// reason) that neither the NPU nor a CPU operator can run, Error(IncompatibleModel) for
-/// supported ops used in ways the compiler does not handle (naming the node).
+/// Compiles a graph: folds constants (Shape/Gather/... subgraphs), rewrites QDQ groups into
+/// quantized operators, then partitions the nodes in graph order into NPU segments (each one
+/// NPU program) and host operators. Throws Error(UnsupportedOperator) listing every node (name,
+/// op type, domain, reason) that neither the NPU nor the host operator library can run, and
+/// Error(IncompatibleModel) for supported ops used in ways the compiler does not handle.
 CompiledModel compile(Graph graph, const CompilerOptions& options);
 
 /// The operators compile() accepts, for error messages and docs.

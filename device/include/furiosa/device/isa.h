@@ -123,15 +123,54 @@ struct AddParams {
   QuantParam y;
 };
 
-/// LowLevelReshape: copies inputs[0] (any layout) to outputs[0] (Linear) in logical row-major
-/// order. Element counts are equal. Used for Reshape/Flatten and to leave the lowered layout.
+/// LowLevelReshape: copies inputs[0] (any layout) to outputs[0] (any layout) in logical row-major
+/// order. Element counts are equal. Used for Reshape/Flatten/Squeeze/Unsqueeze and to change
+/// layout (enter or leave the lowered layout on the NPU).
 struct ReshapeParams {};
 
+/// LowLevelRequantize: moves inputs[0] from quantization `x` to `y` (same shape, any layouts,
+/// uint8/int8 each), exactly as DequantizeLinear then QuantizeLinear in float32 would:
+/// f = float(x - x.zero_point) * x.scale; y = saturate(nearbyint(f / y.scale) + y.zero_point).
+struct RequantizeParams {
+  QuantParam x;
+  QuantParam y;
+};
+
+/// LowLevelConcat: outputs[0] = inputs concatenated along `axis` (all the same dtype and rank;
+/// any layouts). No arithmetic (inputs share the output's quantization).
+struct ConcatParams {
+  std::int64_t axis = 0;
+};
+
+/// LowLevelTranspose: outputs[0][i_perm[0], ..., i_perm[r-1]] = inputs[0][i_0, ..., i_{r-1}],
+/// i.e. output dim d is input dim perm[d] (ONNX Transpose). Any layouts.
+struct TransposeParams {
+  std::vector<std::int64_t> perm;
+};
+
+/// LowLevelSplit: inputs[0] split along `axis` into outputs (sizes given by the outputs' shapes,
+/// in order). Any layouts.
+struct SplitParams {
+  std::int64_t axis = 0;
+};
+
+/// LowLevelGlobalAveragePool (com.microsoft QLinearGlobalAveragePool, NCHW): inputs[0] = x
+/// [N, C, H, W] (any layout), outputs[0] = y [N, C, 1, 1]. sum = sum over H*W of (x - x.zp) in
+/// int32; mult = x.scale / (y.scale * float(H * W)) in float32; y = requantize(sum, mult, y.zp).
+struct GlobalAveragePoolParams {
+  QuantParam x;
+  QuantParam y;
+};
+
 /// Kinds of LowLevel kernels.
-enum class KernelKind : std::uint8_t { Conv2d, DepthwiseConv2d, MaxPool, MatMul, Add, Reshape };
+enum class KernelKind : std::uint8_t {
+  Conv2d, DepthwiseConv2d, MaxPool, MatMul, Add, Reshape,
+  Requantize, Concat, Transpose, Split, GlobalAveragePool
+};
 
 /// "LowLevelConv2d", "LowLevelDepthwiseConv2d", "LowLevelMaxPool", "LowLevelMatMul",
-/// "LowLevelAdd", "LowLevelReshape" (the span names of kernels in the trace).
+/// "LowLevelAdd", "LowLevelReshape", "LowLevelRequantize", "LowLevelConcat", "LowLevelTranspose",
+/// "LowLevelSplit", "LowLevelGlobalAveragePool" (the span names of kernels in the trace).
 std::string_view kernel_name(KernelKind kind) noexcept;
 
 /// One kernel of a program.
@@ -141,7 +180,9 @@ struct Kernel {
   std::int32_t operator_index = -1;  ///< index of that node in the ONNX graph
   std::vector<TensorRef> inputs;
   std::vector<TensorRef> outputs;
-  std::variant<Conv2dParams, MaxPoolParams, MatMulParams, AddParams, ReshapeParams> params;
+  std::variant<Conv2dParams, MaxPoolParams, MatMulParams, AddParams, ReshapeParams, RequantizeParams,
+               ConcatParams, TransposeParams, SplitParams, GlobalAveragePoolParams>
+      params;
 };
 
 /// A compiled NPU program. Immutable once built; shared read-only between threads.

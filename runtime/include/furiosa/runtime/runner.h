@@ -48,7 +48,10 @@ struct RunnerOptions {
   std::string device;
   /// Host workers running CPU pre/post-ops and waiting on the device (>= 1).
   int worker_num = 2;
-  /// Compiler options (batch size, ...). pe_count is set from the device.
+  /// Model-level batch: bound to a symbolic dim 0 of the inputs (e.g. MobileNetV2's
+  /// `batch_size`); a model whose dim 0 is fixed accepts only its own batch. >= 1.
+  std::int64_t batch_size = 1;
+  /// Compiler options. batch_size and pe_count are set from the fields above and the device.
   compiler::CompilerOptions compiler_config;
   /// Where spans go. Null means the FURIOSA_PROFILER_OUTPUT_PATH profiler, if that is set.
   std::shared_ptr<profiler::Profiler> profiler;

@@ -1,0 +1,124 @@
+// The host ("external", CPU fallback) operator library: float and integer ONNX operators the NPU
+// cannot run, executed on dense row-major host tensors. The compiler asks it what the host can
+// run (cpu_op_supported), infers shapes with it (cpu_op_infer) and constant-folds with it; the
+// runtime executes the CPU partitions with run_cpu_op. Every function is pure: no shared state,
+// safe to call from many threads at once.
+//
+// Semantics follow the ONNX operator specification (https://onnx.ai/onnx/operators/), opsets
+// 11-13 and the later input/attribute variants where they differ; the ONNX backend node tests of
+// Debian's libonnx-testdata are the arbiter (tests/compiler/test_cpu_ops.cpp runs all of them
+// that the IR can import). Choices where the spec leaves freedom are listed at each operator
+// below and in cpu_op_list()'s documentation.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "furiosa/compiler/graph.h"
+#include "furiosa/device/tensor.h"
+
+namespace furiosa::compiler {
+
+/// True when the host library implements node.qualified_op() ("Softmax", "com.microsoft::X", ...)
+/// for the given input dtypes and the node's attributes; otherwise false, and `reason` (when
+/// non-null) receives why, e.g. "Conv: input 0 (X) is uint8, the host kernel takes float32" or
+/// "MaxPool: 3-D pooling (kernel_shape has 3 dims) is not implemented, only 1-D and 2-D".
+///
+/// `input_dtypes[i]` is the dtype of node input i. Entries of omitted optional inputs
+/// (node.inputs[i] < 0) are ignored, and inputs beyond input_dtypes.size() count as omitted.
+/// Shape-dependent limits (e.g. a Conv without kernel_shape on a 5-D input) are only detected by
+/// cpu_op_infer / run_cpu_op, which throw Error(IncompatibleModel).
+/// Never throws for an unknown op or dtype (returns false); a present attribute of the wrong kind
+/// also yields false with the reason.
+bool cpu_op_supported(const Node& node, const std::vector<DType>& input_dtypes,
+                      std::string* reason);
+
+/// What cpu_op_infer knows about one input: its dtype and shape, and its value when it is a
+/// constant (initializer or folded value). `constant` must match dtype and shape when set.
+struct CpuValueInfo {
+  DType dtype = DType::Float32;
+  Shape shape;
+  const Tensor* constant = nullptr;
+};
+
+/// Output dtypes and shapes (one entry per node output, in node order, including outputs the
+/// node leaves unnamed) from the input dtypes/shapes. Inputs that determine the output shape must
+/// be constants: Reshape's `shape`, Squeeze/Unsqueeze `axes` (input since opset 13), Split's
+/// `split` (input since opset 13), Slice's starts/ends/axes/steps (inputs since opset 10),
+/// ReduceMean's `axes` (input since opset 18). `inputs[i]` may be null for an omitted optional
+/// input. Shapes must be fully known (no -1 dims).
+/// Throws Error(IncompatibleModel) naming the node (name and op) when the inputs do not fit the
+/// operator (rank, broadcast, channel counts, missing required input or constant, bad attribute),
+/// and Error(UnsupportedOperator) when cpu_op_supported would say no.
+std::vector<std::pair<DType, Shape>> cpu_op_infer(const Node& node,
+                                                  const std::vector<const CpuValueInfo*>& inputs);
+
+/// Runs the node on host tensors (dense row-major). `inputs[i]` is node input i and may be null
+/// for an omitted optional input. Returns one tensor per node output, in node order (outputs the
+/// node leaves unnamed are computed too; a node without listed outputs gets its first output).
+/// Split returns node.outputs.size() parts; MaxPool computes Indices only when the node has a
+/// second output. The output dtypes and shapes are exactly those of
+/// cpu_op_infer on the same inputs (with every input treated as a constant).
+/// Thread-safe (no shared state; inputs are only read).
+/// Throws Error naming the node:
+///  - UnsupportedOperator: op, dtype or attribute combination the host library does not run
+///    (cpu_op_supported is false);
+///  - IncompatibleModel: inputs that do not fit the operator (shapes, ranks, attributes,
+///    missing required inputs);
+///  - InvalidInput: data-dependent failures: an index out of range (Gather), an integer
+///    division by zero (Div on integer tensors), a zero or NaN y_scale (QuantizeLinear);
+///  - Internal (cpu_op_infer only): a CpuValueInfo whose constant disagrees with its dtype/shape.
+std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*>& inputs);
+
+/// Op types the host library runs, qualified as Node::qualified_op() returns them (all are in the
+/// default ai.onnx domain), in a fixed order. Per op, the dtypes and the choices made:
+///  - Softmax, LogSoftmax (float32): opset-13 semantics over the single axis `axis` (default -1).
+///    For opset < 13 models (coerce-to-2-D semantics, default axis 1) the result is the same
+///    whenever the input has no dims after the axis, e.g. [N, C] (the zoo classifiers). The
+///    graph's opset is not known here: a 4-D opset-11 Softmax is computed over the one axis, and
+///    a missing `axis` means -1. A caller that knows the opset must set `axis` explicitly (1 for
+///    opset < 13) or reject inputs with dims after the axis.
+///  - Relu (float32, int8, int32, int64), Sigmoid (float32).
+///  - Clip (all five dtypes): min/max as optional inputs (opset >= 11) or float attributes
+///    (opset < 11); defaults are the dtype's lowest/highest value.
+///  - Add, Sub, Mul, Div (all five dtypes, both inputs of one dtype): numpy broadcasting; integer
+///    arithmetic wraps around like numpy, integer Div truncates toward zero (C++ and ONNX Runtime)
+///    and throws InvalidInput on a zero divisor.
+///  - MatMul (float32): numpy matmul (1-D operands promoted and the added dim removed, batch dims
+///    broadcast). Gemm (float32): alpha, beta, transA, transB, optional C broadcast to [M, N].
+///  - Conv (float32), ConvInteger (uint8/int8 x and w, int32 output): 1-D or 2-D, group, pads,
+///    strides, dilations, auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID). ConvInteger's
+///    x_zero_point is per tensor, w_zero_point per tensor or per output channel.
+///  - MaxPool (float32, uint8, int8; optional int64 Indices output with storage_order),
+///    AveragePool (float32, count_include_pad): 1-D or 2-D, kernel_shape, pads, strides,
+///    dilations, auto_pad, ceil_mode. With ceil_mode, a last window that would start in the end
+///    padding is dropped (ONNX reference / PyTorch / current ONNX Runtime).
+///  - GlobalAveragePool (float32, any spatial rank), ReduceMean (float32; axes attribute (< 18)
+///    or input (>= 18), keepdims, noop_with_empty_axes; sums in double).
+///  - Data movement, all five dtypes: Flatten, Reshape (0 copies the input dim unless allowzero,
+///    one -1 inferred), Transpose, Concat, Split (sizes from input (>= 13) or attribute 'split'
+///    (< 13), else equal parts, or 'num_outputs' (>= 18) with a smaller last part), Squeeze,
+///    Unsqueeze (axes attribute (< 13) or input (>= 13)), Identity, Shape (start/end, any dtype,
+///    int64 output), Gather (int32/int64 indices, negative indices), Slice (starts/ends/axes/steps
+///    as int32/int64 inputs (>= 10) or attributes (< 10), negative steps).
+///  - Cast between float32, uint8, int8, int32, int64 ('to' is the ONNX TensorProto type number:
+///    1, 2, 3, 6, 7). float -> integer truncates toward zero like numpy's astype, NaN becomes 0
+///    and out-of-range values saturate to the target's limits (numpy leaves both undefined);
+///    integer -> narrower integer wraps modulo 2^bits like numpy.
+///  - QuantizeLinear (x float32 or int32, uint8/int8 output): y = saturate(nearbyint(x / scale)
+///    + zero_point) computed in float32, rounding half to even, per tensor or per axis (`axis`,
+///    default 1). NaN quantizes to the zero point.
+///  - DequantizeLinear (x uint8, int8 or int32): y = float(x - zero_point) * scale in float32,
+///    per tensor or per axis.
+///  - DynamicQuantizeLinear (float32 -> uint8, float32 scale, uint8 zero point), exactly as the
+///    spec: scale = (max(0, max(x)) - min(0, min(x))) / 255, zero point = saturate(round(0 -
+///    min / scale)), y = saturate(round(x / scale) + zero point), rounding half to even. When
+///    x is all zeros the spec divides by zero; like ONNX Runtime, scale is then 1 (zero point 0).
+///  - MatMulInteger (uint8/int8 A and B, int32 output): a_zero_point per tensor, per row of A
+///    (M elements, or a tensor broadcastable to A's shape with a last dim of 1) and b_zero_point
+///    per tensor, per column of B (N elements, or broadcastable to B's shape with a second-last
+///    dim of 1).
+std::vector<std::string> cpu_op_list();
+
+}  // namespace furiosa::compiler

@@ -1,0 +1,115 @@
+// Every ONNX model in ../shared/models with reference data runs and agrees with its reference
+// (ONNX Runtime outputs, see MANIFEST.md): same top-1 class on every set, top-5 sets equal on
+// the ImageNet car image, and outputs within 3 output quantization steps (quantized models) or a
+// small float tolerance (float models running on host operators).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "furiosa/compiler/onnx_import.h"
+#include "furiosa/runtime/runner.h"
+#include "test_support.h"
+
+using namespace furiosa;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ModelCase {
+  std::string path;            // under ../shared/models
+  std::vector<int> sets;       // reference sets compared value by value
+  std::vector<int> argmax_only;  // sets only compared on the top-1 class
+  bool top5 = false;           // compare top-5 sets too
+};
+
+std::vector<std::size_t> top_k(const Tensor& t, std::size_t k) {
+  std::vector<std::size_t> idx(static_cast<std::size_t>(t.elements()));
+  std::iota(idx.begin(), idx.end(), 0);
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                    [&](auto a, auto b) { return test::element(t, a) > test::element(t, b); });
+  idx.resize(k);
+  return idx;
+}
+
+// The scale of the DequantizeLinear producing model output 0, or 0 for a float output.
+double output_step(const runtime::Runner& runner) {
+  const auto& cm = runner.compiled();
+  for (const auto& s : cm.steps) {
+    if (s.kind == compiler::Step::Kind::Cpu && s.cpu.kind == compiler::CpuOpKind::Dequantize &&
+        s.cpu.outputs.at(0) == cm.output_slots.at(0)) {
+      return s.cpu.scales.at(0);
+    }
+  }
+  return 0;
+}
+
+void check_model(const ModelCase& c) {
+  const fs::path model = test::shared_model(c.path);
+  const fs::path dir = model.parent_path();
+  auto runner = runtime::create_runner(model);
+  const double step = output_step(*runner);
+  double worst = 0, worst_ref = 0;
+  auto compare = [&](int set, bool values) {
+    const fs::path sdir = dir / fmt::format("test_data_set_{}", set);
+    std::vector<Tensor> inputs;
+    for (std::size_t i = 0; i < runner->model().inputs.size(); ++i) {
+      inputs.push_back(compiler::load_tensor_pb(sdir / fmt::format("input_{}.pb", i)));
+    }
+    auto out = runner->run(inputs);
+    Tensor expected = compiler::load_tensor_pb(sdir / "output_0.pb");
+    INFO(c.path << " set " << set);
+    CHECK(test::argmax(out[0]) == test::argmax(expected));
+    if (c.top5 && values) {  // top-5 on the car image sets only
+      auto a = top_k(out[0], 5), b = top_k(expected, 5);
+      CHECK(std::set<std::size_t>(a.begin(), a.end()) == std::set<std::size_t>(b.begin(), b.end()));
+    }
+    if (!values) return;
+    const double d = test::max_abs_diff(out[0], expected);
+    worst = std::max(worst, d);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(expected.elements()); ++i) {
+      worst_ref = std::max(worst_ref, std::abs(test::element(expected, i)));
+    }
+    if (step > 0) CHECK(d <= 3 * step * 1.0001);
+    else CHECK(d <= 1e-3 * std::max(1.0, worst_ref));
+  };
+  for (int s : c.sets) compare(s, true);
+  for (int s : c.argmax_only) compare(s, false);
+  const auto& r = runner->partition_report();
+  fmt::print("{}: worst |diff| {:.6g} = {:.3g} output steps (step {}); nodes: {} npu, {} host Q/DQ, "
+             "{} fallback, {} folded, {} constant; {} NPU program(s)\n",
+             c.path, worst, step > 0 ? worst / step : 0.0, step, r.count("npu"), r.count("cpu"),
+             r.count("fallback"), r.count("folded"), r.count("constant"), runner->compiled().npu_calls.size());
+}
+
+std::vector<int> sets(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("zoo model mnist-12-int8 agrees with its reference", "[models]") {
+  check_model({"onnx-zoo/mnist-12-int8/mnist-12-int8.onnx", sets(10), {}, false});
+}
+
+TEST_CASE("zoo model mobilenetv2-12-int8 agrees with its reference", "[models]") {
+  check_model({"onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx", {0}, {}, true});
+}
+
+TEST_CASE("zoo model shufflenet-v2-12-int8 agrees with its reference", "[models]") {
+  // Set 0 was made by another ONNX Runtime build (MANIFEST.md): only its class is compared.
+  check_model({"onnx-zoo/shufflenet-v2-12-int8/shufflenet-v2-12-int8.onnx", {1}, {0}, true});
+}
+
+TEST_CASE("dynamically quantized mnist-12-uint8-dynamic runs on host operators", "[models]") {
+  check_model({"onnx-thirdparty/mnist-12-uint8-dynamic/mnist-12-uint8-dynamic.onnx", sets(10), {}, false});
+}
+
+TEST_CASE("float models mnist-12, mnist-8, mnist-mlp-fp32 run on host operators", "[models]") {
+  check_model({"onnx-zoo/mnist-12/mnist-12.onnx", sets(10), {}, false});
+  check_model({"onnx-zoo/mnist-8/mnist-8.onnx", sets(10), {}, false});
+  check_model({"furiosa-sdk/mnist-mlp-fp32/mnist-mlp-fp32.onnx", sets(10), {}, false});
+}
