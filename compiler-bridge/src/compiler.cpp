@@ -78,6 +78,13 @@ std::vector<std::string> supported_operators() {
   return out;
 }
 
+std::vector<std::string> npu_operators() {
+  return {"QLinearConv", "QLinearMatMul", "com.microsoft::QLinearAdd",
+          "com.microsoft::QLinearGlobalAveragePool", "com.microsoft::QLinearConcat", "MaxPool",
+          "Reshape", "Flatten", "Concat", "Transpose", "Split", "Squeeze", "Unsqueeze", "Identity",
+          "QuantizeLinear", "DequantizeLinear"};
+}
+
 namespace {
 
 using detail::constant_input;
@@ -527,7 +534,8 @@ class Compiler {
       if (n.attr_int("channels_last", 0) == 0 && value(n.inputs[0]).shape.size() == 4) return Where::Npu;
     } else if (is_data_movement(n) && is_quantized(in_dtype(0))) {
       const bool ok = n.op_type != "MaxPool" ||
-                      ((n.outputs.size() < 2 || n.outputs[1] < 0) && n.attr_int("storage_order", 0) == 0);
+                      ((n.outputs.size() < 2 || n.outputs[1] < 0) && n.attr_int("storage_order", 0) == 0 &&
+                       value(n.inputs[0]).shape.size() == 4);
       if (ok) return Where::Npu;
     }
     std::vector<DType> dtypes;

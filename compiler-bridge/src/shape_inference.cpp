@@ -80,7 +80,7 @@ bool infer_node(Graph& g, const Node& n) {
     }
     auto win = detail::resolve_window(n, {ks[0], ks[1]}, {x.shape[2], x.shape[3]}, false);
     set_out(g, n, 0, zp_dtype(g, n, 7), {x.shape[0], w.shape[0], win.out[0], win.out[1]});
-  } else if (op == "MaxPool") {
+  } else if (op == "MaxPool" && in(g, n, 0).shape.size() == 4) {
     const Value& x = in(g, n, 0);
     require_rank(n, x, 4, "input X");
     auto ks = n.attr_ints("kernel_shape", {});

@@ -4,6 +4,11 @@
 // before compiling, as the compiler requires constant quantization parameters.
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
+
+#include "furiosa/compiler/cpu_ops.h"
+
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
@@ -62,4 +67,84 @@ TEST_CASE("ONNX conformance: QLinearMatMul 2D", "[conformance]") {
 
 TEST_CASE("ONNX conformance: MaxPool uint8 (libonnx-testdata)", "[conformance]") {
   CHECK(run_case(test::onnx_node_test("test_maxpool_2d_uint8")) == 0);
+}
+
+// The whole stack (compiler partition, NPU kernels or host operators, runtime) on every ONNX
+// backend node test of Debian's libonnx-testdata whose single node is in the supported-op table
+// (npu_operators() + cpu_op_list()). Inputs after the first are bound as constants. Cases the IR
+// cannot import (float16, double, strings, sequences) or that the compiler refuses with a reason
+// are listed, and every op of the table that has an importable case must run at least one.
+TEST_CASE("ONNX backend node tests of the supported-op table run through the runtime", "[conformance]") {
+  const fs::path root = FURIOSA_ONNX_TESTDATA_DIR;
+  REQUIRE(fs::is_directory(root));
+  std::set<std::string> table;
+  for (const auto& op : compiler::npu_operators()) table.insert(op);
+  for (const auto& op : compiler::cpu_op_list()) table.insert(op);
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root)) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::map<std::string, int> ran, on_npu;
+  std::vector<std::string> skipped;
+  for (const auto& dir : dirs) {
+    if (!fs::exists(dir / "model.onnx") || !fs::exists(dir / "test_data_set_0")) continue;
+    compiler::Graph g;
+    try {
+      g = compiler::import_onnx(dir / "model.onnx");
+    } catch (const Error& e) {
+      continue;  // types the runtime does not have (float16, double, string, sequences)
+    }
+    if (g.nodes.size() != 1 || !table.count(g.nodes[0].qualified_op())) continue;
+    const std::string op = g.nodes[0].qualified_op();
+    const fs::path sdir = dir / "test_data_set_0";
+    std::vector<std::string> names;
+    for (int id : g.inputs) names.push_back(g.values[static_cast<std::size_t>(id)].name);
+    std::vector<Tensor> feed;
+    std::unique_ptr<runtime::Runner> runner;
+    try {
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        Tensor t = compiler::load_tensor_pb(sdir / fmt::format("input_{}.pb", i));
+        if (i == 0) feed.push_back(std::move(t));
+        else g.bind_constant(names[i], std::move(t));
+      }
+      runner = runtime::create_runner(std::move(g));
+    } catch (const Error& e) {
+      skipped.push_back(fmt::format("{} ({}): {}", dir.filename().string(), op,
+                                    std::string(e.what()).substr(0, std::string(e.what()).find('\n'))));
+      continue;
+    }
+    auto out = runner->run(feed);
+    for (std::size_t o = 0; o < out.size(); ++o) {
+      Tensor expected = compiler::load_tensor_pb(sdir / fmt::format("output_{}.pb", o));
+      INFO(dir.filename().string() << " output " << o);
+      REQUIRE(out[o].dtype() == expected.dtype());
+      REQUIRE(out[o].shape() == expected.shape());
+      for (std::size_t i = 0; i < static_cast<std::size_t>(expected.elements()); ++i) {
+        const double a = test::element(out[o], i), e = test::element(expected, i);
+        if (expected.dtype() == DType::Float32) {
+          CHECK(std::abs(a - e) <= 1e-7 + 1e-3 * std::abs(e));  // numpy assert_allclose defaults of ONNX
+        } else {
+          CHECK(a == e);
+        }
+      }
+    }
+    ++ran[op];
+    if (!runner->compiled().npu_calls.empty()) ++on_npu[op];
+  }
+  for (const auto& s : skipped) UNSCOPED_INFO("skipped " << s);
+  int total = 0, npu = 0;
+  for (const auto& [op, n] : ran) total += n;
+  for (const auto& [op, n] : on_npu) npu += n;
+  fmt::print("runtime conformance: {} cases over {} ops ({} cases ran NPU programs), {} refused:\n", total,
+             ran.size(), npu, skipped.size());
+  for (const auto& s : skipped) fmt::print("  refused {}\n", s);
+  // Ops of the table with importable single-node cases must have run; com.microsoft ops have no
+  // ONNX backend cases, and Cast's are all float16/double/string (see test_cpu_ops.cpp).
+  for (const char* op : {"QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "MaxPool",
+                         "ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "Softmax", "Conv", "Reshape",
+                         "Transpose", "Concat", "Split", "Gemm", "ReduceMean"}) {
+    INFO(op);
+    CHECK(ran[op] > 0);
+  }
+  CHECK(on_npu["QLinearConv"] > 0);
+  CHECK(on_npu["MaxPool"] > 0);
 }

@@ -113,3 +113,25 @@ TEST_CASE("float models mnist-12, mnist-8, mnist-mlp-fp32 run on host operators"
   check_model({"onnx-zoo/mnist-8/mnist-8.onnx", sets(10), {}, false});
   check_model({"furiosa-sdk/mnist-mlp-fp32/mnist-mlp-fp32.onnx", sets(10), {}, false});
 }
+
+TEST_CASE("batch_size binds MobileNetV2's symbolic batch dim", "[models][batch]") {
+  const fs::path model = test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx");
+  runtime::RunnerOptions opts;
+  opts.batch_size = 2;
+  auto runner = runtime::create_runner(model, opts);
+  REQUIRE(runner->model().inputs[0].shape == Shape{2, 3, 224, 224});
+  REQUIRE(runner->model().outputs[0].shape == Shape{2, 1000});
+  const Tensor car = compiler::load_tensor_pb(model.parent_path() / "test_data_set_0/input_0.pb");
+  const Tensor expected = compiler::load_tensor_pb(model.parent_path() / "test_data_set_0/output_0.pb");
+  Tensor batch(DType::Float32, {2, 3, 224, 224});
+  std::copy(car.bytes().begin(), car.bytes().end(), batch.bytes().begin());
+  std::copy(car.bytes().begin(), car.bytes().end(), batch.bytes().begin() + static_cast<std::ptrdiff_t>(car.size_bytes()));
+  auto out = runner->run({batch});
+  REQUIRE(out[0].shape() == Shape{2, 1000});
+  for (std::size_t row = 0; row < 2; ++row) {
+    for (std::size_t i = 0; i < 1000; ++i) CHECK(out[0].as<float>()[row * 1000 + i] == expected.as<float>()[i]);
+  }
+  // A fixed batch dim cannot be rebound.
+  opts.batch_size = 4;
+  CHECK_THROWS_AS(runtime::create_runner(test::shared_model("onnx-zoo/shufflenet-v2-12-int8/shufflenet-v2-12-int8.onnx"), opts), Error);
+}

@@ -125,4 +125,9 @@ CompiledModel compile(Graph graph, const CompilerOptions& options);
 /// The operators compile() accepts, for error messages and docs.
 std::vector<std::string> supported_operators();
 
+/// Qualified op types ("QLinearConv", "com.microsoft::QLinearAdd", ...) the compiler places on
+/// the NPU (data-movement ops only on uint8/int8 tensors) or runs as host Quantize/Dequantize.
+/// Together with cpu_op_list() this is the supported-op table the conformance tests run.
+std::vector<std::string> npu_operators();
+
 }  // namespace furiosa::compiler
