@@ -16,6 +16,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::DeviceFault: return "DeviceFault";
     case ErrorCode::QueueWaitTimeout: return "QueueWaitTimeout";
     case ErrorCode::SessionClosed: return "SessionClosed";
+    case ErrorCode::SessionTerminated: return "SessionTerminated";
     case ErrorCode::IoError: return "IoError";
     case ErrorCode::Internal: return "Internal";
   }

@@ -22,6 +22,7 @@ enum class ErrorCode {
   DeviceFault,          ///< a device-side failure (DMA error, hang, invalid program)
   QueueWaitTimeout,     ///< a wait on a queue or fence ran out of time
   SessionClosed,        ///< the session was closed before the request could run
+  SessionTerminated,    ///< every result of a closed submitter was received: the queue ended
   IoError,              ///< writing an output file or trace failed
   Internal,             ///< a broken invariant inside the runtime (a bug)
 };

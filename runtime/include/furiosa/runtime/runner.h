@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,7 +44,8 @@ struct Model {
 /// Options of create_runner. Names follow FuriosaAI's SDK (`device`, `worker_num`,
 /// `compiler_config`).
 struct RunnerOptions {
-  /// Device spec: a device file ("npu0pe0", "npu0pe0-1") or "npu:X:Y" / "npu:X:Y-Z". Empty means:
+  /// Device spec: a device file ("npu0pe0", "npu0pe0-1") or "npu:X:Y" / "npu:X:Y-Z", or a
+  /// comma-separated list of them (requests go to the least loaded). Empty means:
   /// FURIOSA_DEVICES, else NPU_DEVNAME, else "npu0pe0-1" (fused PE 0-1 of card 0).
   std::string device;
   /// Host workers running CPU pre/post-ops and waiting on the device (>= 1).
@@ -73,7 +75,7 @@ class Runner {
 
   /// Inputs and outputs of the model.
   const Model& model() const noexcept;
-  /// The device file this runner holds, e.g. "npu0pe0-1".
+  /// The device files this runner holds, comma separated, e.g. "npu0pe0-1".
   std::string device_name() const;
   /// Where each node of the model runs, and why.
   const compiler::PartitionReport& partition_report() const noexcept;
@@ -84,6 +86,11 @@ class Runner {
   /// Error(InvalidInput) naming the tensor, expected and actual value when the count, dtype or
   /// shape is wrong (nothing is submitted then), Error(DeviceFault) when the device fails.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  /// Starts one inference and returns at once; the future holds the outputs or the error
+  /// (Error(DeviceFault), ...). Input validation errors are thrown here, before anything runs.
+  /// The inputs are moved into the request (no copy when the caller passes an rvalue).
+  std::future<std::vector<Tensor>> run_async(std::vector<Tensor> inputs);
 
   /// Runs with inputs given by name and returns the named outputs (all outputs, in model order,
   /// when `output_names` is empty). Unknown or missing names are Error(InvalidInput).

@@ -1,0 +1,295 @@
+// Session: compile, open the devices, and run inferences through the worker pool.
+//
+// One inference (DESIGN.md "One inference, end to end"):
+//   submitting thread: span Inference starts (root of a new trace, or under a record scope)
+//   worker:            the compiled steps in order: host operators (Quantize, Lower, external
+//                      operators, Unlower, Dequantize) and NPU calls (Enqueue on the least
+//                      loaded device, wait on the fence, device spans Load/Execution/kernels/Store
+//                      from the fence's timestamps)
+//   worker:            Inference span ends; the completion is called exactly once
+#include "session.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <optional>
+
+#include "cpu_ops.h"
+#include "furiosa/compiler/cpu_ops.h"
+
+namespace furiosa::runtime::detail {
+
+namespace {
+
+std::string format_of(const Shape& s) {
+  switch (s.size()) {
+    case 4: return "NCHW";
+    case 2: return "NC";
+    case 1: return "C";
+    default: return "";
+  }
+}
+
+// Splits a comma-separated device list.
+std::vector<std::string> split_list(const std::string& spec) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const auto comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+/// One opened device with the model's programs loaded on it.
+struct Session::DeviceSlot {
+  std::unique_ptr<device::Device> device;
+  std::vector<std::shared_ptr<device::LoadedProgram>> programs;  // per NpuCall
+  std::atomic<int> in_flight{0};
+};
+
+/// Host buffers of one inference: dense slots hold Tensors (user inputs and constants are
+/// referenced in place), lowered slots raw bytes.
+struct Session::Buffers {
+  explicit Buffers(std::size_t n) : tensors(n), raw(n), ref(n, nullptr) {}
+  std::vector<std::optional<Tensor>> tensors;
+  std::vector<std::vector<std::byte>> raw;
+  std::vector<const Tensor*> ref;
+
+  std::span<std::byte> writable(const compiler::CompiledModel& cm, int s) {
+    const auto& slot = cm.slots[static_cast<std::size_t>(s)];
+    const auto i = static_cast<std::size_t>(s);
+    if (slot.layout == isa::Layout::Linear) {
+      tensors[i].emplace(slot.dtype, slot.shape);
+      ref[i] = &*tensors[i];
+      return tensors[i]->bytes();
+    }
+    raw[i].resize(slot.size_bytes());
+    return raw[i];
+  }
+
+  std::span<const std::byte> readable(int s) const {
+    const auto i = static_cast<std::size_t>(s);
+    return ref[i] ? ref[i]->bytes() : std::span<const std::byte>(raw[i]);
+  }
+};
+
+Session::Session(compiler::Graph graph, const SessionConfig& config) {
+  if (config.worker_num < 1) {
+    throw Error(ErrorCode::InvalidArgument, fmt::format("worker_num must be >= 1, got {}", config.worker_num));
+  }
+  profiler_ = config.profiler ? config.profiler : profiler::process_profiler();
+  std::vector<device::DeviceFile> files;
+  const std::string spec = config.device;
+  for (const auto& item : split_list(spec.empty() ? "" : spec)) files.push_back(resolve_device(item));
+  if (files.empty()) files.push_back(resolve_device(""));
+  device::Driver& driver = config.driver ? *config.driver : device::DriverRegistry::builtin().driver("sim");
+  {
+    profiler::ScopedSpan compile_span(profiler_.get(), "Compile", {});
+    compiler::CompilerOptions copts = config.compiler_config;
+    copts.pe_count = files.front().pe_count();
+    copts.batch_size = config.batch_size;
+    compiled_ = compiler::compile(std::move(graph), copts);
+  }
+  for (int s : compiled_.input_slots) {
+    const auto& slot = compiled_.slots[static_cast<std::size_t>(s)];
+    model_.inputs.push_back({slot.name, slot.dtype, slot.shape, format_of(slot.shape)});
+  }
+  for (int s : compiled_.output_slots) {
+    const auto& slot = compiled_.slots[static_cast<std::size_t>(s)];
+    model_.outputs.push_back({slot.name, slot.dtype, slot.shape, format_of(slot.shape)});
+  }
+  for (const auto& file : files) {
+    auto slot = std::make_unique<DeviceSlot>();
+    slot->device = driver.open(file);  // DeviceBusy / DeviceNotFound name the file
+    for (const auto& call : compiled_.npu_calls) slot->programs.push_back(slot->device->load(call.program));
+    devices_.push_back(std::move(slot));
+  }
+  pool_ = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(config.worker_num));
+  spdlog::debug("session ready on {} ({} NPU programs)", device_names(), compiled_.npu_calls.size());
+}
+
+Session::~Session() {
+  if (pool_) pool_->join();  // started requests finish before the devices close
+}
+
+std::string Session::device_names() const {
+  std::string out;
+  for (const auto& d : devices_) out += (out.empty() ? "" : ",") + d->device->file().name();
+  return out;
+}
+
+void Session::validate(const std::vector<Tensor>& inputs) const {
+  if (inputs.size() != model_.inputs.size()) {
+    std::string names;
+    for (const auto& d : model_.inputs) names += (names.empty() ? "" : ", ") + d.name;
+    throw Error(ErrorCode::InvalidInput,
+                fmt::format("expected {} input(s) ({}), got {}", model_.inputs.size(), names, inputs.size()));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const TensorDesc& d = model_.inputs[i];
+    if (inputs[i].dtype() != d.dtype) {
+      throw Error(ErrorCode::InvalidInput, fmt::format("input '{}': expected dtype {}, got {}", d.name,
+                                                       dtype_name(d.dtype), dtype_name(inputs[i].dtype())));
+    }
+    if (inputs[i].shape() != d.shape) {
+      throw Error(ErrorCode::InvalidInput, fmt::format("input '{}': expected shape {}, got {}", d.name,
+                                                       shape_to_string(d.shape), shape_to_string(inputs[i].shape())));
+    }
+  }
+}
+
+void Session::execute_async(std::shared_ptr<const std::vector<Tensor>> inputs, Completion done,
+                            std::function<void()> on_start) {
+  // The Inference span: started here, recorded by the worker when the request completes.
+  profiler::SpanRecord span;
+  profiler::Profiler* prof = profiler_.get();
+  const bool traced = prof && prof->is_recording();
+  if (traced) {
+    const profiler::SpanContext parent = prof->new_trace();
+    span.trace_id = parent.trace_id;
+    span.span_id = prof->next_span_id();
+    span.name = "Inference";
+    span.thread_id = profiler::current_thread_id();
+    span.start_ns = profiler::now_ns();
+  }
+  boost::asio::post(*pool_, [this, prof, traced, span, inputs = std::move(inputs), done = std::move(done),
+                             on_start = std::move(on_start)]() mutable {
+    if (on_start) on_start();
+    const profiler::SpanContext ctx{span.trace_id, span.span_id};
+    std::vector<Tensor> outputs;
+    std::exception_ptr error;
+    try {
+      outputs = execute(*inputs, ctx);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (traced) {
+      span.end_ns = profiler::now_ns();
+      prof->record(std::move(span));
+    }
+    done(std::move(outputs), error);
+  });
+}
+
+Session::DeviceSlot& Session::pick_device() {
+  DeviceSlot* best = devices_.front().get();
+  for (const auto& d : devices_) {
+    if (d->in_flight.load(std::memory_order_relaxed) < best->in_flight.load(std::memory_order_relaxed)) best = d.get();
+  }
+  return *best;
+}
+
+void Session::record_npu_spans(const DeviceSlot& dev, const device::ExecutionTiming& t,
+                               const profiler::SpanContext& parent, std::uint64_t flow_id) {
+  if (!profiler_ || !profiler_->is_recording() || !parent.valid()) return;
+  const auto& file = dev.device->file();
+  auto npu = [&](std::string name, std::int64_t s, std::int64_t e, std::uint64_t parent_id) {
+    profiler::SpanRecord r;
+    r.trace_id = parent.trace_id;
+    r.span_id = profiler_->next_span_id();
+    r.parent_span_id = parent_id;
+    r.name = std::move(name);
+    r.cat = profiler::Category::NPU;
+    r.start_ns = s;
+    r.end_ns = e;
+    r.card = file.card;
+    r.pe_index = file.first_pe;
+    r.execution_index = static_cast<std::int64_t>(t.execution_index);
+    return r;
+  };
+  profiler_->record(npu("Load", t.load_start_ns, t.load_end_ns, parent.span_id));
+  auto exec = npu("Execution", t.exec_start_ns, t.exec_end_ns, parent.span_id);
+  exec.flow_id = flow_id;
+  const std::uint64_t exec_id = exec.span_id;
+  profiler_->record(std::move(exec));
+  for (const auto& k : t.kernels) {
+    auto r = npu(std::string(isa::kernel_name(k.kind)), k.start_ns, k.end_ns, exec_id);
+    r.operator_index = k.operator_index;
+    r.instruction_index = k.instruction_index;
+    profiler_->record(std::move(r));
+  }
+  profiler_->record(npu("Store", t.store_start_ns, t.store_end_ns, parent.span_id));
+}
+
+void Session::run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx) {
+  const std::string name = op.kind == compiler::CpuOpKind::External ? op.node->op_type
+                                                                    : std::string(compiler::cpu_op_name(op.kind));
+  profiler::ScopedSpan span(ctx.valid() ? profiler_.get() : nullptr, name, ctx);
+  span.record().operator_index = op.operator_index;
+  if (op.kind != compiler::CpuOpKind::External) {
+    const int in = op.inputs.at(0), out = op.outputs.at(0);
+    run_cpu_op(op, compiled_.slots[static_cast<std::size_t>(in)], b.readable(in),
+               compiled_.slots[static_cast<std::size_t>(out)], b.writable(compiled_, out));
+    return;
+  }
+  std::vector<const Tensor*> ins;
+  for (int s : op.inputs) ins.push_back(s >= 0 ? b.ref[static_cast<std::size_t>(s)] : nullptr);
+  auto outs = compiler::run_cpu_op(*op.node, ins);
+  for (std::size_t o = 0; o < op.outputs.size() && o < outs.size(); ++o) {
+    const int s = op.outputs[o];
+    if (s < 0) continue;
+    const auto& slot = compiled_.slots[static_cast<std::size_t>(s)];
+    if (outs[o].dtype() != slot.dtype || outs[o].shape() != slot.shape) {
+      throw Error(ErrorCode::Internal,
+                  fmt::format("external operator '{}' ({}) produced {} {} for '{}', compiled as {} {}", op.node_name,
+                              op.node->op_type, dtype_name(outs[o].dtype()), shape_to_string(outs[o].shape()),
+                              slot.name, dtype_name(slot.dtype), shape_to_string(slot.shape)));
+    }
+    b.tensors[static_cast<std::size_t>(s)] = std::move(outs[o]);
+    b.ref[static_cast<std::size_t>(s)] = &*b.tensors[static_cast<std::size_t>(s)];
+  }
+}
+
+void Session::run_npu(int index, Buffers& b, const profiler::SpanContext& ctx) {
+  const auto& call = compiled_.npu_calls[static_cast<std::size_t>(index)];
+  std::vector<std::span<const std::byte>> dev_in;
+  for (int s : call.input_slots) dev_in.push_back(b.readable(s));
+  std::vector<std::span<std::byte>> dev_out;
+  for (int s : call.output_slots) dev_out.push_back(b.writable(compiled_, s));
+  DeviceSlot& dev = pick_device();
+  dev.in_flight.fetch_add(1);
+  struct Release {
+    DeviceSlot& d;
+    ~Release() { d.in_flight.fetch_sub(1); }
+  } release{dev};
+  std::shared_ptr<device::Fence> fence;
+  const std::uint64_t flow_id = profiler_ && ctx.valid() ? profiler_->next_flow_id() : 0;
+  {
+    profiler::ScopedSpan enqueue(ctx.valid() ? profiler_.get() : nullptr, "Enqueue", ctx);
+    enqueue.record().flow_id = flow_id;
+    fence = dev.device->submit(*dev.programs[static_cast<std::size_t>(index)], std::move(dev_in), std::move(dev_out));
+  }
+  fence->wait();
+  if (auto err = fence->error()) std::rethrow_exception(err);
+  record_npu_spans(dev, fence->timing(), ctx, flow_id);
+}
+
+std::vector<Tensor> Session::execute(const std::vector<Tensor>& inputs, const profiler::SpanContext& ctx) {
+  Buffers b(compiled_.slots.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) b.ref[static_cast<std::size_t>(compiled_.input_slots[i])] = &inputs[i];
+  for (std::size_t s = 0; s < compiled_.slots.size(); ++s) {
+    if (compiled_.slots[s].constant) b.ref[s] = compiled_.slots[s].constant.get();
+  }
+  for (const auto& step : compiled_.steps) {
+    if (step.kind == compiler::Step::Kind::Npu) run_npu(step.npu, b, ctx);
+    else run_cpu(step.cpu, b, ctx);
+  }
+  std::vector<Tensor> outputs;
+  for (int s : compiled_.output_slots) {
+    const auto i = static_cast<std::size_t>(s);
+    if (b.tensors[i]) outputs.push_back(std::move(*b.tensors[i]));
+    else outputs.push_back(*b.ref[i]);  // an input or constant returned as an output
+  }
+  return outputs;
+}
+
+}  // namespace furiosa::runtime::detail
