@@ -15,10 +15,12 @@
 #include <fstream>
 #include <thread>
 
+#include "furiosa/compiler/onnx_import.h"
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "furiosa/tools/idx.h"
+#include "src/bench.h"
 
 namespace fs = std::filesystem;
 using namespace furiosa;
@@ -35,6 +37,11 @@ struct Args {
   bool verbose = false;
   int workers = 2;
   std::int64_t batch_size = 1;
+  bool bench = false;
+  std::string mode = "sync";
+  std::uint64_t queries = 0;
+  double duration = 0;
+  std::string json;
   std::string dataset;        // "fashion-mnist" or "fashion-mnist=DIR"
   std::size_t limit = 0;      // 0 = the whole dataset
 };
@@ -216,9 +223,62 @@ void run_default_images(runtime::Runner& runner) {
   fmt::print("{}/{} correct\n", correct, total);
 }
 
+// Inputs for the benchmark: given files, else generated from the seed (needs the model's
+// descriptions, taken from a throwaway compile on the default device set).
+std::vector<Tensor> bench_inputs(const Args& a, const runtime::Model& model) {
+  std::map<std::string, Tensor> given;
+  for (const auto& spec : a.inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error(ErrorCode::InvalidArgument, fmt::format("--input '{}': expected NAME=FILE", spec));
+    }
+    given[spec.substr(0, eq)] = runtime::load_tensor_file(spec.substr(eq + 1));
+  }
+  std::mt19937_64 rng(a.seed);
+  std::vector<Tensor> inputs;
+  for (const auto& d : model.inputs) {
+    auto it = given.find(d.name);
+    inputs.push_back(it != given.end() ? std::move(it->second) : generate(d, rng));
+  }
+  return inputs;
+}
+
+int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof) {
+  tools::BenchOptions o;
+  o.model = a.model;
+  o.mode = a.mode;
+  o.devices = a.devices;
+  o.workers = a.workers;
+  o.batch_size = a.batch_size;
+  o.queries = a.queries;
+  o.duration_s = a.duration;
+  o.json = a.json;
+  o.base.profiler = prof;
+  runtime::Model model;
+  {
+    // The model's inputs at this batch size (compiled without opening a device).
+    compiler::CompilerOptions copts;
+    copts.batch_size = a.batch_size;
+    auto cm = compiler::compile(compiler::import_onnx(a.model), copts);
+    for (int s : cm.input_slots) {
+      const auto& slot = cm.slots[static_cast<std::size_t>(s)];
+      model.inputs.push_back({slot.name, slot.dtype, slot.shape, ""});
+    }
+  }
+  fmt::print("model: {}\n", a.model);
+  tools::run_bench(o, bench_inputs(a, model));
+  finish_trace(prof, a.trace);
+  return 0;
+}
+
 int run(Args a) {
   const bool default_model = a.model.empty();
   if (default_model) a.model = (kModelsDir / "fashion_mnist_int8.onnx").string();
+  if (a.bench) {
+    std::shared_ptr<profiler::Profiler> prof;
+    if (!a.trace.empty()) prof = std::make_shared<profiler::Profiler>();
+    return run_benchmark(a, prof);
+  }
   std::shared_ptr<profiler::Profiler> prof;
   if (!a.trace.empty()) prof = std::make_shared<profiler::Profiler>();
   runtime::RunnerOptions opts;
@@ -302,6 +362,12 @@ int main(int argc, char** argv) {
                  "Evaluate top-1 accuracy on a dataset: fashion-mnist[=DIR] (default DIR " +
                      std::string(tools::kFashionMnistDir) + ")");
   app.add_option("--limit", a.limit, "With --dataset: only the first N images");
+  app.add_flag("--bench", a.bench, "Benchmark mode: print QPS and latency percentiles (like furiosa-bench)");
+  app.add_option("--mode", a.mode, "Benchmark mode: sync (threads call run) or async (submit/recv queue)")
+      ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("-n,--queries", a.queries, "Benchmark: number of queries (default 100 unless --duration)");
+  app.add_option("--duration", a.duration, "Benchmark: run for this many seconds");
+  app.add_option("--json", a.json, "Benchmark: write the figures as JSON to FILE");
   app.add_option("--batch-size", a.batch_size, "Batch bound to a symbolic dim 0 of the inputs")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
   CLI11_PARSE(app, argc, argv);

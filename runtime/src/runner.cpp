@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <future>
 #include <optional>
-#include <regex>
 
 #include "session.h"
 #include "furiosa/compiler/onnx_import.h"
@@ -31,38 +30,6 @@ std::vector<std::int64_t> TensorDesc::strides() const { return contiguous_stride
 std::string TensorDesc::to_string() const {
   return fmt::format("{}: {} {} {} ({} bytes)", name, dtype_name(dtype), shape_to_string(shape),
                      format.empty() ? "-" : format, size());
-}
-
-namespace {
-
-// Reads an environment variable; empty when unset.
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-}  // namespace
-
-device::DeviceFile resolve_device(const std::string& spec_in) {
-  std::string spec = spec_in;
-  if (spec.empty()) spec = env("FURIOSA_DEVICES");
-  if (spec.empty()) spec = env("NPU_DEVNAME");
-  if (spec.empty()) spec = "npu0pe0-1";
-  std::smatch m;
-  if (std::regex_match(spec, m, std::regex(R"(npu:(\d+):(\d+)(?:-(\d+))?)"))) {
-    device::DeviceFile f{std::stoi(m[1]), std::stoi(m[2]), m[3].matched ? std::stoi(m[3]) : std::stoi(m[2])};
-    if (f.last_pe < f.first_pe) {
-      throw Error(ErrorCode::InvalidArgument, fmt::format("device spec '{}': PE range is reversed", spec));
-    }
-    return f;
-  }
-  try {
-    return device::DeviceFile::parse(spec);
-  } catch (const Error&) {
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("device spec '{}' is not understood (expected a device file such as "
-                            "npu0pe0 or npu0pe0-1, or npu:X:Y / npu:X:Y-Z)", spec));
-  }
 }
 
 // ---- Runner ---------------------------------------------------------------------------------

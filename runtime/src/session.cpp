@@ -17,6 +17,7 @@
 
 #include "cpu_ops.h"
 #include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/device/device_spec.h"
 
 namespace furiosa::runtime::detail {
 
@@ -29,22 +30,6 @@ std::string format_of(const Shape& s) {
     case 1: return "C";
     default: return "";
   }
-}
-
-// Splits a comma-separated device list.
-std::vector<std::string> split_list(const std::string& spec) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= spec.size()) {
-    const auto comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
 }
 
 }  // namespace
@@ -87,11 +72,10 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     throw Error(ErrorCode::InvalidArgument, fmt::format("worker_num must be >= 1, got {}", config.worker_num));
   }
   profiler_ = config.profiler ? config.profiler : profiler::process_profiler();
-  std::vector<device::DeviceFile> files;
-  const std::string spec = config.device;
-  for (const auto& item : split_list(spec.empty() ? "" : spec)) files.push_back(resolve_device(item));
-  if (files.empty()) files.push_back(resolve_device(""));
+  // Device spec precedence: explicit > FURIOSA_DEVICES > NPU_DEVNAME > warboy(2)*1.
   device::Driver& driver = config.driver ? *config.driver : device::DriverRegistry::builtin().driver("sim");
+  const auto spec = device::parse_device_spec(device::effective_device_spec(config.device));
+  const std::vector<device::DeviceFile> files = device::resolve_device_spec(spec, driver.enumerate());
   {
     profiler::ScopedSpan compile_span(profiler_.get(), "Compile", {});
     compiler::CompilerOptions copts = config.compiler_config;

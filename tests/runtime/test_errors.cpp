@@ -102,9 +102,3 @@ TEST_CASE("a second runner on an overlapping device is DeviceBusy", "[runtime][e
   CHECK(runtime::create_runner(model, single)->device_name() == "npu0pe1");
 }
 
-TEST_CASE("device specs resolve to device files", "[runtime]") {
-  CHECK(runtime::resolve_device("npu0pe1").name() == "npu0pe1");
-  CHECK(runtime::resolve_device("npu:0:0-1").name() == "npu0pe0-1");
-  CHECK(runtime::resolve_device("npu:0:1").name() == "npu0pe1");
-  CHECK_THROWS_AS(runtime::resolve_device("warp9"), Error);
-}

@@ -158,3 +158,32 @@ TEST_CASE("FURIOSA_PROFILER_OUTPUT_PATH traces a run with no tracing option", "[
   CHECK(names.count("LowLevelConv2d") == 1);
   fs::remove_all(tmp);
 }
+
+TEST_CASE("furiosa-run --bench prints QPS and latency percentiles and writes JSON", "[tools][bench]") {
+  const auto model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  const fs::path tmp = scratch();
+  for (const char* mode : {"sync", "async"}) {
+    const fs::path json = tmp / fmt::format("{}.json", mode);
+    const auto r = furiosa_run(fmt::format("'{}' --bench --mode {} -n 50 --workers 2 --devices npu0pe0,npu0pe1 --json '{}'",
+                                           model.string(), mode, json.string()),
+                               tmp);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("queries: 50 (0 errors)"));
+    CHECK_THAT(r.out, Catch::Contains("latency (us): min"));
+    std::ifstream f(json);
+    const auto j = nlohmann::json::parse(f);
+    CHECK(j["mode"] == mode);
+    CHECK(j["queries"] == 50);
+    CHECK(j["errors"] == 0);
+    CHECK(j["batch_size"] == 1);
+    CHECK(j["workers"] == 2);
+    CHECK(j["qps"].get<double>() > 0);
+    const auto& l = j["latency_us"];
+    for (const char* k : {"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}) CHECK(l.contains(k));
+    CHECK(l["min"].get<double>() <= l["p50"].get<double>());
+    CHECK(l["p50"].get<double>() <= l["p99"].get<double>());
+    CHECK(l["p99"].get<double>() <= l["max"].get<double>());
+  }
+  fs::remove_all(tmp);
+}

@@ -44,9 +44,10 @@ struct Model {
 /// Options of create_runner. Names follow FuriosaAI's SDK (`device`, `worker_num`,
 /// `compiler_config`).
 struct RunnerOptions {
-  /// Device spec: a device file ("npu0pe0", "npu0pe0-1") or "npu:X:Y" / "npu:X:Y-Z", or a
-  /// comma-separated list of them (requests go to the least loaded). Empty means:
-  /// FURIOSA_DEVICES, else NPU_DEVNAME, else "npu0pe0-1" (fused PE 0-1 of card 0).
+  /// Device spec in FuriosaAI's syntax (device/device_spec.h): "warboy(2)*1", "warboy*2",
+  /// "npu:0:0", "npu:0:0-1", "npu:0", "npu0pe1", or a comma-separated list (requests go to the
+  /// least loaded device). Empty means FURIOSA_DEVICES, else NPU_DEVNAME, else "warboy(2)*1"
+  /// (one fused PE: npu0pe0-1 on the default simulated card).
   std::string device;
   /// Host workers running CPU pre/post-ops and waiting on the device (>= 1).
   int worker_num = 2;
@@ -108,10 +109,5 @@ std::unique_ptr<Runner> create_runner(const std::filesystem::path& path,
 
 /// Same, from an already imported graph (e.g. one whose inputs were bound as constants).
 std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options = {});
-
-/// The device file a spec selects, applying the precedence explicit `spec` > FURIOSA_DEVICES >
-/// NPU_DEVNAME > "npu0pe0-1". Accepts "npuXpeY[-Z]" and "npu:X:Y[-Z]". Throws
-/// Error(InvalidArgument) naming the spec otherwise.
-device::DeviceFile resolve_device(const std::string& spec);
 
 }  // namespace furiosa::runtime

@@ -1,0 +1,43 @@
+// furiosa-run's benchmark mode (like furiosa-bench): sync or async load, QPS and latency
+// percentiles.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "furiosa/device/tensor.h"
+#include "furiosa/runtime/runner.h"
+
+namespace furiosa::tools {
+
+/// What to run.
+struct BenchOptions {
+  std::filesystem::path model;
+  std::string mode = "sync";     ///< "sync": `workers` threads call Runner::run; "async": a queue
+  std::string devices;           ///< device spec
+  int workers = 2;               ///< worker_num (and caller threads in sync mode)
+  std::int64_t batch_size = 1;
+  std::uint64_t queries = 0;     ///< stop after this many queries (0: use duration, default 100)
+  double duration_s = 0;         ///< stop after this many seconds (0: use queries)
+  std::filesystem::path json;    ///< write the figures as JSON here when set
+  bool progress = true;          ///< a progress line on stderr for runs longer than a second
+  runtime::RunnerOptions base;   ///< profiler, driver, compiler options
+};
+
+/// Figures of a run. Latency of a query = submit to result, in microseconds.
+struct BenchResult {
+  std::uint64_t queries = 0;
+  std::uint64_t errors = 0;
+  double seconds = 0;
+  double qps = 0;
+  double min_us = 0, mean_us = 0, p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
+  std::string devices;
+};
+
+/// Runs the benchmark with `inputs` (model input order) and prints the figures to stdout.
+/// Throws furiosa::Error on setup failures; per-query failures are counted in `errors`.
+BenchResult run_bench(const BenchOptions& options, const std::vector<Tensor>& inputs);
+
+}  // namespace furiosa::tools
