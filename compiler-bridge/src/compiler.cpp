@@ -135,6 +135,7 @@ class Compiler {
   Compiler(Graph& g, const CompilerOptions& opt) : g_(g), opt_(opt) {}
 
   CompiledModel run() {
+    batch_fixed_inputs();
     infer_shapes(g_, opt_);
     fold_constants();
     fuse_qdq_operators();
@@ -264,6 +265,46 @@ class Compiler {
 
   static bool same(const detail::ScalarQuant& a, const detail::ScalarQuant& b) {
     return a.scale == b.scale && a.zero_point == b.zero_point && a.dtype == b.dtype;
+  }
+
+  // Model-level batch for graphs whose inputs have a fixed dim 0 of 1: dim 0 of every input
+  // becomes batch_size, and so does a leading 1 of constant Reshape shapes (the batch axis kept
+  // through reshapes, as in MNIST's [1, 256] and ShuffleNet's [1, 2, 58, 28, 28]). Symbolic batch
+  // dims are bound by infer_shapes instead.
+  void batch_fixed_inputs() {
+    const std::int64_t n = opt_.batch_size;
+    if (n == 1) return;
+    bool fixed = false;
+    for (int id : g_.inputs) {
+      Value& v = value(id);
+      if (v.shape.empty() || v.shape[0] < 0) continue;
+      if (v.shape[0] != 1) {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("batch size {}: graph input '{}' has a fixed dim 0 of {}, only 1 or a symbolic dim "
+                                "can be batched", n, v.name, v.shape[0]));
+      }
+      v.shape[0] = n;
+      fixed = true;
+    }
+    if (!fixed) return;
+    for (Node& node : g_.nodes) {
+      if (node.op_type != "Reshape" || !node.domain.empty() || !detail::is_constant_input(g_, node, 1)) continue;
+      const Tensor& shape = *value(node.inputs[1]).constant;
+      if (shape.dtype() != DType::Int64 || shape.elements() < 1 || shape.as<std::int64_t>()[0] != 1) continue;
+      Tensor batched = shape;
+      batched.as<std::int64_t>()[0] = n;
+      Value bv;
+      bv.name = value(node.inputs[1]).name + fmt::format("/batch{}", n);
+      bv.dtype = DType::Int64;
+      bv.shape = shape.shape();
+      bv.dim_params.assign(bv.shape.size(), "");
+      bv.has_shape = true;
+      bv.constant = std::move(batched);
+      g_.values.push_back(std::move(bv));
+      node.inputs[1] = static_cast<int>(g_.values.size() - 1);
+    }
+    out_.report.notes.push_back(fmt::format("batch size {}: dim 0 of the inputs and the leading 1 of constant "
+                                            "Reshape shapes were multiplied", n));
   }
 
   // A constant zero point of `dtype` (for DequantizeLinear nodes that omit theirs).

@@ -199,11 +199,6 @@ void infer_shapes(Graph& graph, const CompilerOptions& options) {
       throw Error(ErrorCode::IncompatibleModel,
                   fmt::format("graph input '{}' has no declared shape", v.name));
     }
-    if (options.batch_size != 1 && !v.shape.empty() && v.shape[0] >= 0 && v.shape[0] != options.batch_size) {
-      throw Error(ErrorCode::IncompatibleModel,
-                  fmt::format("batch size {} requested, but graph input '{}' has a fixed dim 0 of {} "
-                              "(only a symbolic batch dim can be bound)", options.batch_size, v.name, v.shape[0]));
-    }
     for (std::size_t d = 0; d < v.shape.size(); ++d) {
       if (v.shape[d] >= 0) continue;
       if (d == 0) {

@@ -131,7 +131,36 @@ TEST_CASE("batch_size binds MobileNetV2's symbolic batch dim", "[models][batch]"
   for (std::size_t row = 0; row < 2; ++row) {
     for (std::size_t i = 0; i < 1000; ++i) CHECK(out[0].as<float>()[row * 1000 + i] == expected.as<float>()[i]);
   }
-  // A fixed batch dim cannot be rebound.
-  opts.batch_size = 4;
-  CHECK_THROWS_AS(runtime::create_runner(test::shared_model("onnx-zoo/shufflenet-v2-12-int8/shufflenet-v2-12-int8.onnx"), opts), Error);
+}
+
+TEST_CASE("batch_size multiplies a fixed dim 0 of 1 (ShuffleNetV2, MNIST)", "[models][batch]") {
+  for (const std::string rel : {"onnx-zoo/shufflenet-v2-12-int8/shufflenet-v2-12-int8.onnx",
+                                "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"}) {
+    const fs::path model = test::shared_model(rel);
+    runtime::RunnerOptions one, three;
+    one.device = "npu0pe0";
+    three.device = "npu0pe1";
+    three.batch_size = 3;
+    auto single = runtime::create_runner(model, one);
+    auto batched = runtime::create_runner(model, three);
+    const Shape in1 = single->model().inputs[0].shape;
+    Shape in3 = in1;
+    in3[0] = 3;
+    REQUIRE(batched->model().inputs[0].shape == in3);
+    std::vector<Tensor> rows;
+    Tensor batch(DType::Float32, in3);
+    for (int r = 0; r < 3; ++r) {
+      Tensor x = compiler::load_tensor_pb(model.parent_path() / fmt::format("test_data_set_{}/input_0.pb", r % 2));
+      std::copy(x.bytes().begin(), x.bytes().end(), batch.bytes().begin() + static_cast<std::ptrdiff_t>(r * x.size_bytes()));
+      rows.push_back(single->run({x})[0]);
+    }
+    auto out = batched->run({batch})[0];
+    REQUIRE(out.shape()[0] == 3);
+    const std::size_t per = rows[0].size_bytes();
+    for (std::size_t r = 0; r < 3; ++r) {
+      INFO(rel << " row " << r);
+      CHECK(std::equal(rows[r].bytes().begin(), rows[r].bytes().end(),
+                       out.bytes().begin() + static_cast<std::ptrdiff_t>(r * per)));
+    }
+  }
 }
