@@ -170,3 +170,36 @@ TEST_CASE("run_async returns futures that complete out of the caller's way", "[q
   }
   CHECK_THROWS_AS(runner->run_async({Tensor(DType::UInt8, {1})}), Error);
 }
+
+TEST_CASE("queue trace: both PEs used and host work overlaps device work", "[queue][trace]") {
+  auto prof = std::make_shared<profiler::Profiler>();
+  device::SimConfig cfg;
+  cfg.dma_latency_ns = 300'000;  // make device time visible next to host time
+  auto driver = device::create_sim_driver(cfg);
+  runtime::QueueOptions opts;
+  opts.device = "npu0pe0,npu0pe1";
+  opts.worker_num = 4;
+  opts.profiler = prof;
+  opts.driver = driver.get();
+  {
+    auto [submitter, receiver] = runtime::create_queue(kMnist(), opts);
+    for (int i = 0; i < 40; ++i) submitter.submit({digit(i % 10)}, i);
+    for (int i = 0; i < 40; ++i) CHECK(!receiver.recv(10s).error);
+  }
+  const auto spans = prof->records();
+  std::set<int> pes;
+  std::vector<const profiler::SpanRecord*> exec, host;
+  for (const auto& s : spans) {
+    if (s.name == "Execution") pes.insert(s.pe_index);
+    if (s.cat == profiler::Category::NPU) exec.push_back(&s);  // Load, Execution, kernels, Store
+    if (s.name == "Quantize" || s.name == "Dequantize") host.push_back(&s);
+  }
+  CHECK(pes == std::set<int>{0, 1});
+  bool overlap = false;
+  for (const auto* h : host) {
+    for (const auto* e : exec) {
+      if (!(h->trace_id == e->trace_id) && h->start_ns < e->end_ns && e->start_ns < h->end_ns) overlap = true;
+    }
+  }
+  CHECK(overlap);
+}
