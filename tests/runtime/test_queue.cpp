@@ -203,3 +203,92 @@ TEST_CASE("queue trace: both PEs used and host work overlaps device work", "[que
   }
   CHECK(overlap);
 }
+
+namespace {
+
+// A device that fails every third execution's fence with DeviceFault (as a DMA error would),
+// delegating everything else to a simulated device.
+class FaultyDevice : public device::Device {
+ public:
+  explicit FaultyDevice(std::unique_ptr<device::Device> inner) : inner_(std::move(inner)) {}
+  const device::DeviceFile& file() const noexcept override { return inner_->file(); }
+  device::DeviceBuffer allocate(std::uint64_t bytes) override { return inner_->allocate(bytes); }
+  void release(const device::DeviceBuffer& b) override { inner_->release(b); }
+  void write(std::uint64_t a, std::span<const std::byte> d) override { inner_->write(a, d); }
+  void read(std::uint64_t a, std::span<std::byte> d) override { inner_->read(a, d); }
+  std::shared_ptr<device::LoadedProgram> load(std::shared_ptr<const isa::Program> p) override { return inner_->load(std::move(p)); }
+  std::shared_ptr<device::Fence> submit(const device::LoadedProgram& p, std::vector<std::span<const std::byte>> in,
+                                        std::vector<std::span<std::byte>> out) override {
+    if (count_++ % 3 == 2) {
+      auto f = std::make_shared<device::Fence>();
+      f->fail(std::make_exception_ptr(Error(ErrorCode::DeviceFault, file().name() + ": injected DMA error")));
+      return f;
+    }
+    return inner_->submit(p, std::move(in), std::move(out));
+  }
+  device::DeviceCounters counters() const override { return inner_->counters(); }
+
+ private:
+  std::unique_ptr<device::Device> inner_;
+  std::atomic<int> count_{0};
+};
+
+class FaultyDriver : public device::Driver {
+ public:
+  FaultyDriver() : inner_(device::create_sim_driver()) {}
+  std::string_view name() const noexcept override { return "faulty"; }
+  std::vector<device::CardInfo> enumerate() const override { return inner_->enumerate(); }
+  std::unique_ptr<device::Device> open(const device::DeviceFile& f) override {
+    return std::make_unique<FaultyDevice>(inner_->open(f));
+  }
+
+ private:
+  std::unique_ptr<device::Driver> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("queue: device faults come back as per-request errors, one result per request", "[queue]") {
+  FaultyDriver driver;
+  runtime::QueueOptions opts;
+  opts.driver = &driver;
+  opts.device = "npu0pe0";
+  opts.worker_num = 1;  // in order, so the failing requests are known
+  auto [submitter, receiver] = runtime::create_queue(kMnist(), opts);
+  for (int i = 0; i < 9; ++i) submitter.submit({digit(i)}, i);
+  submitter.close();
+  int ok = 0, failed = 0;
+  std::set<int> seen;
+  try {
+    for (;;) {
+      auto r = receiver.recv(10s);
+      seen.insert(std::any_cast<int>(r.context));
+      if (r.error) {
+        ++failed;
+        try {
+          r.value();
+          FAIL("value() did not rethrow");
+        } catch (const Error& e) {
+          CHECK(e.code() == ErrorCode::DeviceFault);
+          CHECK_THAT(e.what(), Catch::Contains("injected DMA error"));
+        }
+      } else {
+        ++ok;
+      }
+    }
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::SessionTerminated);
+  }
+  CHECK(seen.size() == 9);
+  CHECK(failed == 3);
+  CHECK(ok == 6);
+  // The sync runner reports the same fault as an exception.
+  runtime::RunnerOptions ro;
+  ro.driver = &driver;
+  ro.device = "npu0pe1";
+  auto runner = runtime::create_runner(kMnist(), ro);
+  runner->run({digit(0)});
+  runner->run({digit(1)});
+  CHECK_THROWS_AS(runner->run({digit(2)}), Error);
+  CHECK(runner->run({digit(3)}).size() == 1);  // and keeps working
+}
