@@ -37,6 +37,7 @@ struct Args {
   bool verbose = false;
   int workers = 2;
   std::int64_t batch_size = 1;
+  std::string report;  // one of profiler::kReportNames
   bool bench = false;
   std::string mode = "sync";
   std::uint64_t queries = 0;
@@ -135,16 +136,25 @@ std::int64_t argmax_row(const Tensor& t, std::int64_t n, std::int64_t classes) {
   return best;
 }
 
-// Prints the inference summary and writes the trace (after the runner is closed).
-void finish_trace(const std::shared_ptr<profiler::Profiler>& prof, const std::string& path) {
+// After the runner is closed: prints the inference summary and writes the trace (--trace), and
+// prints the selected report (--report).
+void finish_trace(const std::shared_ptr<profiler::Profiler>& prof, const Args& a) {
   if (!prof) return;
-  fmt::print("{}", profiler::format_summary(profiler::summarize_inferences(prof->records())));
-  try {
-    prof->write_chrome_trace(path);
-  } catch (const std::exception& e) {
-    throw Error(ErrorCode::IoError, e.what());
+  const auto spans = prof->records();
+  if (!a.trace.empty()) {
+    fmt::print("{}", profiler::format_summary(profiler::summarize_inferences(spans)));
+    try {
+      prof->write_chrome_trace(a.trace);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::IoError, e.what());
+    }
+    fmt::print("wrote trace {}\n", a.trace);
   }
-  fmt::print("wrote trace {}\n", path);
+  if (!a.report.empty()) {
+    std::fflush(stdout);
+    profiler::print_report(std::cout, a.report, spans);
+    std::cout.flush();
+  }
 }
 
 // Classifies the test split of Fashion-MNIST with `worker_num` caller threads and prints top-1
@@ -267,7 +277,7 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
   }
   fmt::print("model: {}\n", a.model);
   tools::run_bench(o, bench_inputs(a, model));
-  finish_trace(prof, a.trace);
+  finish_trace(prof, a);
   return 0;
 }
 
@@ -276,11 +286,11 @@ int run(Args a) {
   if (default_model) a.model = (kModelsDir / "fashion_mnist_int8.onnx").string();
   if (a.bench) {
     std::shared_ptr<profiler::Profiler> prof;
-    if (!a.trace.empty()) prof = std::make_shared<profiler::Profiler>();
+    if (!a.trace.empty() || !a.report.empty()) prof = std::make_shared<profiler::Profiler>();
     return run_benchmark(a, prof);
   }
   std::shared_ptr<profiler::Profiler> prof;
-  if (!a.trace.empty()) prof = std::make_shared<profiler::Profiler>();
+  if (!a.trace.empty() || !a.report.empty()) prof = std::make_shared<profiler::Profiler>();
   runtime::RunnerOptions opts;
   opts.device = a.devices;
   opts.profiler = prof;
@@ -300,7 +310,7 @@ int run(Args a) {
     if (!a.dataset.empty()) run_dataset(*runner, a);
     else run_default_images(*runner);
     runner.reset();
-    finish_trace(prof, a.trace);
+    finish_trace(prof, a);
     return 0;
   }
 
@@ -339,7 +349,7 @@ int run(Args a) {
     }
   }
   runner.reset();  // all spans are in once the runner is closed
-  finish_trace(prof, a.trace);
+  finish_trace(prof, a);
   return 0;
 }
 
@@ -356,6 +366,10 @@ int main(int argc, char** argv) {
   app.add_option("--devices", a.devices, "Device: npu0pe0, npu0pe1, npu0pe0-1, npu:X:Y[-Z] (default npu0pe0-1)");
   app.add_option("--seed", a.seed, "Seed for inputs that are not given");
   app.add_flag("--verbose,-v", a.verbose, "Print the partition report");
+  app.add_option("--report", a.report, "Print a profiler report: " + std::string(profiler::kReportNames))
+      ->check([](const std::string& v) {
+        return profiler::parse_report_kind(v) ? std::string() : "expected one of " + std::string(profiler::kReportNames);
+      });
   app.add_option("--workers", a.workers, "Host workers (worker_num) and, with --dataset, caller threads")
       ->check(CLI::Range(1, 256));
   app.add_option("--dataset", a.dataset,

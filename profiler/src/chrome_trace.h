@@ -1,6 +1,7 @@
 // Private: the Chrome Trace Event Format exporter behind Profiler::write_chrome_trace().
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <vector>
 
@@ -17,13 +18,23 @@ inline constexpr const char* kTraceSchema = "furiosa-trace/1";
 inline constexpr int kHostPid = 1;
 /// pid of card N's track is kNpuPidBase + N (NPU spans).
 inline constexpr int kNpuPidBase = 100;
+/// A span that would overlap without nesting on its track goes to an overflow lane: tid + k *
+/// kLaneTidStride for lane k >= 1.
+inline constexpr std::int64_t kLaneTidStride = 100'000;
+
+/// What the document says about the recording besides the spans (otherData).
+struct TraceInfo {
+  std::uint64_t dropped_events = 0;
+  std::int64_t epoch_offset_ns = 0;  ///< Profiler::epoch_offset_ns()
+};
 
 /// Builds the Chrome Trace Event JSON document of `spans` (any order; they are sorted with
 /// sort_spans first). See chrome_trace.cpp for the layout of processes, threads, args and flows.
-nlohmann::json chrome_trace_document(std::vector<SpanRecord> spans);
+nlohmann::json chrome_trace_document(std::vector<SpanRecord> spans, const TraceInfo& info = {});
 
-/// Writes chrome_trace_document(spans) to `path` (created or truncated). Throws
+/// Writes chrome_trace_document(spans, info) to `path` (created or truncated). Throws
 /// std::runtime_error naming the path when the file cannot be opened or written.
-void write_chrome_trace_file(const std::filesystem::path& path, std::vector<SpanRecord> spans);
+void write_chrome_trace_file(const std::filesystem::path& path, std::vector<SpanRecord> spans,
+                             const TraceInfo& info = {});
 
 }  // namespace furiosa::profiler::detail

@@ -1,10 +1,16 @@
-// Profiler, process_profiler() and ScopedSpan.
+// Profiler (per-thread span buffers, the max_events bound, record scopes), process_profiler()
+// and ScopedSpan.
 #include "furiosa/profiler/profiler.h"
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <utility>
 
@@ -14,6 +20,116 @@
 #include "span_order.h"
 
 namespace furiosa::profiler {
+namespace detail {
+
+/// A fixed-capacity block of spans. Only the owning thread writes; readers copy the first
+/// `size` slots (acquire), so a slot is never read before it is fully written and never written
+/// after it is published. Chunks are never moved or freed before the profiler.
+struct Chunk {
+  /// Raw storage: a slot is constructed when its span is written, so each slot is touched once.
+  explicit Chunk(std::size_t cap)
+      : slots(static_cast<SpanRecord*>(::operator new(cap * sizeof(SpanRecord)))), capacity(cap) {}
+  ~Chunk() {
+    const std::size_t n = size.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < n; ++i) slots[i].~SpanRecord();
+    ::operator delete(slots);
+  }
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+
+  SpanRecord* const slots;
+  const std::size_t capacity;
+  std::atomic<std::size_t> size{0};
+  std::atomic<Chunk*> next{nullptr};
+};
+
+/// The spans of one (profiler, thread): an append-only list of chunks written by that thread
+/// only, plus the thread's block of span ids and its count of dropped spans.
+struct ThreadBuffer {
+  /// First chunk size; chunks double up to kMaxChunk, so a thread recording a few spans costs
+  /// little memory and a busy thread allocates rarely.
+  static constexpr std::size_t kFirstChunk = 64;
+  static constexpr std::size_t kMaxChunk = 4096;
+  /// Span ids handed to a thread at a time.
+  static constexpr std::uint64_t kIdBlock = 1024;
+
+  explicit ThreadBuffer(Profiler& p) : profiler(p) {}
+  ~ThreadBuffer() {
+    Chunk* c = head.load(std::memory_order_acquire);
+    while (c != nullptr) {
+      Chunk* next = c->next.load(std::memory_order_acquire);
+      delete c;
+      c = next;
+    }
+  }
+  ThreadBuffer(const ThreadBuffer&) = delete;
+  ThreadBuffer& operator=(const ThreadBuffer&) = delete;
+
+  /// The raw (unconstructed) slot to construct the next span in, or null when the max_events
+  /// budget is spent (the span is then counted as dropped). Owner thread only.
+  SpanRecord* slot() noexcept {
+    if (tail != nullptr && tail->size.load(std::memory_order_relaxed) < tail->capacity) {
+      return &tail->slots[tail->size.load(std::memory_order_relaxed)];
+    }
+    if (exhausted || !grow()) {
+      dropped.store(dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    return &tail->slots[0];
+  }
+
+  /// Publishes the slot returned by slot() (after a span has been constructed in it).
+  void publish() noexcept {
+    tail->size.store(tail->size.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
+  /// Appends a new chunk sized by the granted part of the budget; false when none is left.
+  bool grow() noexcept {
+    // A chunk reserves its slots of the budget up front; capping chunks at 1/64 of the bound
+    // keeps the slots reserved but unused by other threads small when the bound is small.
+    const std::size_t cap = std::max<std::size_t>(1, profiler.options_.max_events / 64);
+    const std::size_t granted = profiler.reserve_slots(std::min(next_capacity, cap));
+    if (granted == 0) {
+      exhausted = true;  // the budget never comes back
+      return false;
+    }
+    Chunk* chunk = nullptr;
+    try {
+      chunk = new Chunk(granted);
+    } catch (...) {
+      return false;  // out of memory: this span is dropped, a later one may fit
+    }
+    if (tail == nullptr) {
+      head.store(chunk, std::memory_order_release);
+    } else {
+      tail->next.store(chunk, std::memory_order_release);
+    }
+    tail = chunk;
+    next_capacity = std::min(next_capacity * 2, kMaxChunk);
+    return true;
+  }
+
+  /// Appends copies of the published spans to `out` (any thread).
+  void copy_to(std::vector<SpanRecord>& out) const {
+    for (const Chunk* c = head.load(std::memory_order_acquire); c != nullptr;
+         c = c->next.load(std::memory_order_acquire)) {
+      const std::size_t n = c->size.load(std::memory_order_acquire);
+      out.insert(out.end(), c->slots, c->slots + n);
+    }
+  }
+
+  Profiler& profiler;
+  std::atomic<Chunk*> head{nullptr};
+  std::atomic<std::uint64_t> dropped{0};  ///< written by the owner only, read by anyone
+  // Owner thread only:
+  Chunk* tail = nullptr;
+  std::size_t next_capacity = kFirstChunk;
+  bool exhausted = false;
+  std::uint64_t next_id = 0, id_end = 0;  ///< the thread's current block of span ids
+};
+
+}  // namespace detail
+
 namespace {
 
 /// Environment variable that turns tracing on for a whole process (see process_profiler()).
@@ -39,13 +155,54 @@ std::uint64_t random_seed(const void* salt) noexcept {
   }
 }
 
+/// system_clock minus steady_clock, in ns. The system clock is read between two steady reads
+/// and compared with their midpoint; the tightest of a few tries is kept, so the offset is
+/// exact to about the cost of one clock read.
+std::int64_t measure_epoch_offset() noexcept {
+  std::int64_t best_width = std::numeric_limits<std::int64_t>::max();
+  std::int64_t offset = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::int64_t before = now_ns();
+    const std::int64_t system = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+    const std::int64_t after = now_ns();
+    if (after - before < best_width) {
+      best_width = after - before;
+      offset = system - (before + (after - before) / 2);
+    }
+  }
+  return offset;
+}
+
+/// Process-unique profiler ids (0 is never used, it marks an empty cache entry).
+std::atomic<std::uint64_t> next_profiler_uid{0};
+
+/// The per-thread cache from profiler uid to that thread's buffer. Zero-initialised and
+/// trivially destructible, so reading it costs no thread_local guard. A few entries so a thread
+/// alternating between profilers stays on the fast path; uids are never reused, so an entry of
+/// a destroyed profiler can never match.
+struct BufferCache {
+  static constexpr unsigned kEntries = 4;
+  std::uint64_t uid[kEntries];
+  detail::ThreadBuffer* buffer[kEntries];
+  unsigned next_victim;
+};
+thread_local BufferCache buffer_cache;
+
+/// The innermost open RecordScope of the calling thread (of any profiler).
+thread_local RecordScope* top_scope = nullptr;
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Profiler
 
 Profiler::Profiler(ProfilerOptions options)
-    : options_(std::move(options)), trace_seed_(random_seed(this)) {}
+    : options_(std::move(options)),
+      uid_(next_profiler_uid.fetch_add(1, std::memory_order_relaxed) + 1),
+      epoch_offset_ns_(measure_epoch_offset()),
+      trace_seed_(random_seed(this)) {}
 
 Profiler::~Profiler() {
   if (options_.output_path.empty()) return;
@@ -69,28 +226,138 @@ SpanContext Profiler::new_trace() noexcept {
   return SpanContext{id, 0};
 }
 
+detail::ThreadBuffer* Profiler::local_buffer() noexcept {
+  BufferCache& cache = buffer_cache;
+  for (unsigned i = 0; i < BufferCache::kEntries; ++i) {
+    if (cache.uid[i] == uid_) return cache.buffer[i];
+  }
+  detail::ThreadBuffer* buffer = register_thread();
+  if (buffer != nullptr) {
+    const unsigned victim = cache.next_victim++ % BufferCache::kEntries;
+    cache.uid[victim] = uid_;
+    cache.buffer[victim] = buffer;
+  }
+  return buffer;
+}
+
+detail::ThreadBuffer* Profiler::register_thread() noexcept {
+  const std::uint64_t thread = current_thread_id();
+  try {
+    std::lock_guard lock(registry_mu_);
+    if (const auto it = by_thread_.find(thread); it != by_thread_.end()) return it->second;
+    buffers_.push_back(std::make_unique<detail::ThreadBuffer>(*this));
+    detail::ThreadBuffer* buffer = buffers_.back().get();
+    try {
+      by_thread_.emplace(thread, buffer);
+    } catch (...) {
+      buffers_.pop_back();
+      throw;
+    }
+    return buffer;
+  } catch (...) {
+    return nullptr;  // out of memory: the caller drops the span
+  }
+}
+
+std::size_t Profiler::reserve_slots(std::size_t wanted) noexcept {
+  std::size_t reserved = reserved_.load(std::memory_order_relaxed);
+  for (;;) {
+    if (reserved >= options_.max_events) return 0;
+    const std::size_t granted = std::min(wanted, options_.max_events - reserved);
+    if (reserved_.compare_exchange_weak(reserved, reserved + granted,
+                                        std::memory_order_relaxed)) {
+      return granted;
+    }
+  }
+}
+
+std::uint64_t Profiler::next_span_id() noexcept {
+  detail::ThreadBuffer* buffer = local_buffer();
+  if (buffer == nullptr) {  // no buffer (out of memory): one id from the shared counter
+    return next_span_block_.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  if (buffer->next_id == buffer->id_end) {
+    const std::uint64_t first = next_span_block_.fetch_add(detail::ThreadBuffer::kIdBlock,
+                                                           std::memory_order_relaxed);
+    buffer->next_id = first + 1;  // ids start at 1
+    buffer->id_end = first + 1 + detail::ThreadBuffer::kIdBlock;
+  }
+  return buffer->next_id++;
+}
+
+void Profiler::append(const SpanRecord& span) {
+  detail::ThreadBuffer* buffer = local_buffer();
+  if (buffer == nullptr) return;
+  SpanRecord* slot = buffer->slot();
+  if (slot == nullptr) return;
+  ::new (static_cast<void*>(slot)) SpanRecord(span);
+  buffer->publish();
+}
+
+void Profiler::append(SpanRecord&& span) {
+  detail::ThreadBuffer* buffer = local_buffer();
+  if (buffer == nullptr) return;
+  SpanRecord* slot = buffer->slot();
+  if (slot == nullptr) return;
+  ::new (static_cast<void*>(slot)) SpanRecord(std::move(span));
+  buffer->publish();
+}
+
 void Profiler::record(SpanRecord span) {
   if (!is_recording()) return;
-  std::lock_guard lock(mu_);
-  spans_.push_back(std::move(span));
+  append(std::move(span));
+}
+
+RecordScope Profiler::record(std::string_view label) { return RecordScope(this, label); }
+
+SpanContext Profiler::current_context() const noexcept {
+  for (const RecordScope* scope = top_scope; scope != nullptr; scope = scope->below_) {
+    if (scope->owner_ == this) return scope->context();
+  }
+  return SpanContext{};
 }
 
 std::vector<SpanRecord> Profiler::records() const {
   std::vector<SpanRecord> copy;
   {
-    std::lock_guard lock(mu_);
-    copy = spans_;
+    std::lock_guard lock(registry_mu_);
+    for (const auto& buffer : buffers_) buffer->copy_to(copy);
   }
   detail::sort_spans(copy);
   return copy;
 }
 
+std::uint64_t Profiler::dropped_events() const {
+  std::lock_guard lock(registry_mu_);
+  std::uint64_t dropped = 0;
+  for (const auto& buffer : buffers_) dropped += buffer->dropped.load(std::memory_order_relaxed);
+  return dropped;
+}
+
+RecordTable Profiler::record_table() const {
+  return RecordTable::from_records(records(), epoch_offset_ns_);
+}
+
 void Profiler::write_chrome_trace(const std::filesystem::path& path) const {
-  detail::write_chrome_trace_file(path, records());
+  detail::TraceInfo info;
+  info.dropped_events = dropped_events();
+  info.epoch_offset_ns = epoch_offset_ns_;
+  detail::write_chrome_trace_file(path, records(), info);
+}
+
+void Profiler::write_table(const std::filesystem::path& path) const {
+  record_table().write_csv(path);
 }
 
 void Profiler::flush() const {
   if (options_.output_path.empty()) return;
+  switch (options_.format) {
+    case ProfilerFormat::Table:
+      write_table(options_.output_path);
+      return;
+    case ProfilerFormat::ChromeTrace:
+      break;
+  }
   write_chrome_trace(options_.output_path);
 }
 
@@ -118,6 +385,10 @@ std::shared_ptr<Profiler> process_profiler() {
     if (path == nullptr || *path == '\0') return;
     ProfilerOptions options;
     options.output_path = path;
+    std::string extension = options.output_path.extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (extension == ".csv") options.format = ProfilerFormat::Table;
     process_profiler_slot() = std::make_shared<Profiler>(std::move(options));
     spdlog::debug("profiler: {} set, the trace will be written to '{}' at exit", kOutputPathEnv,
                   path);
@@ -157,7 +428,33 @@ void ScopedSpan::end() {
   ended_ = true;
   record_.end_ns = now_ns();
   // A copy, not a move: record() stays readable after end() (names are short, mostly SSO).
-  profiler_->record(record_);
+  if (profiler_->is_recording()) profiler_->append(record_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RecordScope
+
+RecordScope::RecordScope(Profiler* profiler, std::string_view label)
+    : span_(profiler, label, profiler != nullptr ? profiler->current_context() : SpanContext{},
+            Category::Runtime) {
+  if (!span_.active()) return;
+  owner_ = profiler;
+  below_ = top_scope;
+  top_scope = this;
+}
+
+RecordScope::~RecordScope() {
+  if (owner_ != nullptr) {
+    // Unlink; normally this scope is the top (scopes end in reverse order), but an out-of-order
+    // end (e.g. scopes held in unique_ptrs) must not leave a dangling entry.
+    for (RecordScope** link = &top_scope; *link != nullptr; link = &(*link)->below_) {
+      if (*link == this) {
+        *link = below_;
+        break;
+      }
+    }
+  }
+  // span_ is recorded by its own destructor, after the unlinking above.
 }
 
 }  // namespace furiosa::profiler

@@ -3,6 +3,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -33,6 +36,36 @@ std::uint64_t current_thread_id() noexcept {
   static std::atomic<std::uint64_t> next_id{0};
   thread_local const std::uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed) + 1;
   return id;
+}
+
+namespace {
+
+/// Thread names given with set_current_thread_name(). Leaked on purpose: it may be used while
+/// static objects are destroyed at exit (a Profiler writing its trace).
+struct ThreadNames {
+  std::mutex mu;
+  std::map<std::uint64_t, std::string> names;
+};
+
+ThreadNames& thread_names() {
+  static ThreadNames* const names = new ThreadNames;
+  return *names;
+}
+
+}  // namespace
+
+void set_current_thread_name(std::string_view name) {
+  const std::uint64_t id = current_thread_id();
+  ThreadNames& registry = thread_names();
+  std::lock_guard lock(registry.mu);
+  registry.names[id] = std::string(name);
+}
+
+std::string thread_name(std::uint64_t thread_id) {
+  ThreadNames& registry = thread_names();
+  std::lock_guard lock(registry.mu);
+  const auto it = registry.names.find(thread_id);
+  return it == registry.names.end() ? std::string() : it->second;
 }
 
 }  // namespace furiosa::profiler

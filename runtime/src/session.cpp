@@ -138,8 +138,11 @@ void Session::execute_async(std::shared_ptr<const std::vector<Tensor>> inputs, C
   profiler::Profiler* prof = profiler_.get();
   const bool traced = prof && prof->is_recording();
   if (traced) {
-    const profiler::SpanContext parent = prof->new_trace();
+    // Under the thread's open record("label") scope when there is one, else a new trace.
+    const profiler::SpanContext scope = prof->current_context();
+    const profiler::SpanContext parent = scope.valid() ? scope : prof->new_trace();
     span.trace_id = parent.trace_id;
+    span.parent_span_id = scope.valid() ? scope.span_id : 0;
     span.span_id = prof->next_span_id();
     span.name = "Inference";
     span.thread_id = profiler::current_thread_id();

@@ -15,14 +15,15 @@
 
 namespace furiosa::profiler::testing {
 
-/// A path in the temp directory, unique per process and call; the file is removed on scope exit.
+/// A path in the temp directory, unique per process and call, ending in `extension`; the file is
+/// removed on scope exit.
 class TempFile {
  public:
-  explicit TempFile(std::string_view stem) {
+  explicit TempFile(std::string_view stem, std::string_view extension = ".json") {
     static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
             (std::string("furiosa-profiler-test-") + std::string(stem) + "-" +
-             std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + ".json");
+             std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + std::string(extension));
     std::error_code ec;
     std::filesystem::remove(path_, ec);
   }

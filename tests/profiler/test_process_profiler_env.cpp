@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -93,4 +94,26 @@ TEST_CASE("process_profiler is null when FURIOSA_PROFILER_OUTPUT_PATH is unset",
     return process_profiler() == nullptr ? 0 : 1;
   });
   CHECK(status == 0);
+}
+
+TEST_CASE("process_profiler writes a CSV record table when the path ends in .csv",
+          "[profiler][env]") {
+  TempFile file("env-csv", ".csv");
+  const std::filesystem::path& csv = file.path();
+  const int status = run_in_child([&csv] {
+    ::setenv("FURIOSA_PROFILER_OUTPUT_PATH", csv.c_str(), 1);
+    const std::shared_ptr<Profiler> profiler = process_profiler();
+    if (!profiler) return 1;
+    if (profiler->options().format != ProfilerFormat::Table) return 2;
+    { ScopedSpan root(profiler.get(), "Inference", SpanContext{}); }
+    return 0;
+  });
+  REQUIRE(status == 0);
+  REQUIRE(std::filesystem::exists(csv));
+  std::ifstream in(csv);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  CHECK(header.rfind("trace_id,parent_span_id,span_id,start,end,cat,name,", 0) == 0);
+  CHECK(row.find(",Runtime,Inference,") != std::string::npos);
 }

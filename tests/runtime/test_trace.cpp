@@ -130,3 +130,37 @@ TEST_CASE("a model with a lowered output traces Lower and Unlower", "[trace][con
   CHECK(n.count("LowLevelConv2d") == 1);
   check_tree(spans);
 }
+
+TEST_CASE("inferences inside record(\"label\") are children of the record scope", "[trace]") {
+  auto prof = std::make_shared<profiler::Profiler>();
+  runtime::RunnerOptions opts;
+  opts.profiler = prof;
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  auto runner = runtime::create_runner(dir / "mnist-12-int8.onnx", opts);
+  Tensor input = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
+  {
+    auto scope = prof->record("warm-up");
+    runner->run({input});
+    runner->run({input});
+  }
+  prof->pause();
+  runner->run({input});  // not recorded
+  prof->resume();
+  runner->run({input});  // a root inference again
+  runner.reset();
+  const auto spans = prof->records();
+  std::uint64_t scope_id = 0;
+  for (const auto& s : spans) {
+    if (s.name == "warm-up") scope_id = s.span_id;
+  }
+  REQUIRE(scope_id != 0);
+  int under_scope = 0, roots = 0;
+  for (const auto& s : spans) {
+    if (s.name != "Inference") continue;
+    if (s.parent_span_id == scope_id) ++under_scope;
+    if (s.parent_span_id == 0) ++roots;
+  }
+  CHECK(under_scope == 2);
+  CHECK(roots == 1);
+  check_tree(spans);
+}

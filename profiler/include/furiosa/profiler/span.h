@@ -48,6 +48,8 @@ struct SpanRecord {
   std::int32_t operator_index = -1;
   /// Non-zero on the two ends of a host->device flow (Enqueue and its Execution share it).
   std::uint64_t flow_id = 0;
+  /// Device DRAM base address of the execution's region for NPU spans; -1 when unknown.
+  std::int64_t dram_base = -1;
 
   std::int64_t dur_ns() const noexcept { return end_ns - start_ns; }
 };
@@ -57,5 +59,12 @@ std::int64_t now_ns() noexcept;
 
 /// Small stable id of the calling thread (1, 2, ... in order of first use in the process).
 std::uint64_t current_thread_id() noexcept;
+
+/// Names the calling thread's track in exported traces ("<name> (thread <id>)"); the latest name
+/// wins. Process-wide, thread-safe; not on any hot path (a mutex).
+void set_current_thread_name(std::string_view name);
+
+/// The name given to thread `thread_id` with set_current_thread_name(), or "" when none.
+std::string thread_name(std::uint64_t thread_id);
 
 }  // namespace furiosa::profiler
