@@ -174,7 +174,9 @@ TEST_CASE("run_async returns futures that complete out of the caller's way", "[q
 TEST_CASE("queue trace: both PEs used and host work overlaps device work", "[queue][trace]") {
   auto prof = std::make_shared<profiler::Profiler>();
   device::SimConfig cfg;
-  cfg.dma_latency_ns = 300'000;  // make device time visible next to host time
+  // Long modelled transfers (pacing holds each execution for them) keep both devices busy for
+  // the whole run, whatever the host's speed (sanitizer builds included).
+  cfg.dma_latency_ns = 5'000'000;
   auto driver = device::create_sim_driver(cfg);
   runtime::QueueOptions opts;
   opts.device = "npu0pe0,npu0pe1";
@@ -183,8 +185,8 @@ TEST_CASE("queue trace: both PEs used and host work overlaps device work", "[que
   opts.driver = driver.get();
   {
     auto [submitter, receiver] = runtime::create_queue(kMnist(), opts);
-    for (int i = 0; i < 40; ++i) submitter.submit({digit(i % 10)}, i);
-    for (int i = 0; i < 40; ++i) CHECK(!receiver.recv(10s).error);
+    for (int i = 0; i < 24; ++i) submitter.submit({digit(i % 10)}, i);
+    for (int i = 0; i < 24; ++i) CHECK(!receiver.recv(30s).error);
   }
   const auto spans = prof->records();
   std::set<int> pes;
