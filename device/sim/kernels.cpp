@@ -7,18 +7,30 @@
 // The int32 accumulation wraps around on overflow like the hardware's adders; it is done in
 // uint32 so that the wrap is well defined C++. Operands minus zero points are widened to int16
 // once per kernel so the inner loops are plain int16 x int16 -> int32 multiply-adds.
+//
+// Fast kernels. When the host CPU has AVX-512 VNNI and VBMI (fast::cpu_supported), Conv2d /
+// DepthwiseConv2d, MatMul, Add, MaxPool and the byte copies of the data-movement kernels run
+// the vectorized kernels of fast_kernels.cpp instead, with bit-identical results (the portable
+// code below stays the reference and the fallback; set_fast_kernels_enabled switches). Conv and
+// matmul weights are packed into the fast kernels' layout by a plan (fast::ConvPlan /
+// fast::MatMulPlan): once per program by prepare_program() when the simulator loads it, or per
+// call for kernels run without a PreparedProgram. An input that overlaps the kernel's output is
+// read from a per-thread snapshot, as if read completely before the output is written.
 #include "kernels.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "fast_kernels.h"
 #include "furiosa/device/error.h"
 
 namespace furiosa::device::sim {
@@ -40,8 +52,8 @@ std::string describe(std::string_view role, const TensorRef& ref) {
                      dtype_name(ref.dtype), isa::layout_name(ref.layout), ref.address);
 }
 
-// Checks that `ref` is well formed and lies inside `region`; returns its first byte.
-std::byte* locate(std::span<std::byte> region, const TensorRef& ref, std::string_view role) {
+// Checks that `ref` is well formed and lies inside a region of `region_size` bytes.
+void check_located(std::uint64_t region_size, const TensorRef& ref, std::string_view role) {
   for (std::int64_t d : ref.shape) {
     if (d < 0) fault("{} has a negative dimension", describe(role, ref));
   }
@@ -49,11 +61,31 @@ std::byte* locate(std::span<std::byte> region, const TensorRef& ref, std::string
     fault("{} is lowered_nchw but not of rank 4", describe(role, ref));
   }
   const std::uint64_t size = ref.size_bytes();
-  if (ref.address > region.size() || size > region.size() - ref.address) {
+  if (ref.address > region_size || size > region_size - ref.address) {
     fault("{} (+{} bytes) lies outside the program region of {} bytes", describe(role, ref), size,
-          region.size());
+          region_size);
   }
+}
+
+// Checks that `ref` is well formed and lies inside `region`; returns its first byte.
+std::byte* locate(std::span<std::byte> region, const TensorRef& ref, std::string_view role) {
+  check_located(region.size(), ref, role);
   return region.data() + ref.address;
+}
+
+// What a kernel's validation reads constant operands (weights, bias) from: the program's
+// region when it runs, or only the program's constants when it is prepared at load. A constant
+// operand outside `size` is NotResident (the kernel is then prepared when it runs).
+struct Readable {
+  const std::byte* data = nullptr;
+  std::uint64_t size = 0;
+};
+struct NotResident {};
+
+const std::byte* read_at(const Readable& mem, const TensorRef& ref) {
+  const std::uint64_t size = ref.size_bytes();
+  if (ref.address > mem.size || size > mem.size - ref.address) throw NotResident{};
+  return mem.data + ref.address;
 }
 
 bool is_8bit(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
@@ -141,12 +173,12 @@ struct Act4 {
   }
 };
 
-// Locates a rank-4 activation (either layout).
-Act4 activation(std::span<std::byte> region, const TensorRef& ref, std::string_view role) {
-  std::byte* base = locate(region, ref, role);
+// Checks a rank-4 activation (either layout) inside a region of `region_size` bytes; the
+// result's base is null.
+Act4 activation_shape(std::uint64_t region_size, const TensorRef& ref, std::string_view role) {
+  check_located(region_size, ref, role);
   if (ref.shape.size() != 4) fault("{} must be of rank 4 (NCHW)", describe(role, ref));
   Act4 a;
-  a.base = base;
   a.dtype = ref.dtype;
   a.n = ref.shape[0];
   a.c = ref.shape[1];
@@ -154,6 +186,13 @@ Act4 activation(std::span<std::byte> region, const TensorRef& ref, std::string_v
   a.w = ref.shape[3];
   a.pitch = ref.layout == Layout::LoweredNCHW ? isa::padded_width(a.w) : a.w;
   a.esize = dtype_size(ref.dtype);
+  return a;
+}
+
+// Locates a rank-4 activation (either layout).
+Act4 activation(std::span<std::byte> region, const TensorRef& ref, std::string_view role) {
+  Act4 a = activation_shape(region.size(), ref, role);
+  a.base = region.data() + ref.address;
   return a;
 }
 
@@ -186,37 +225,77 @@ void require_window(const std::array<std::int64_t, 4>& pads,
 /// Inner-loop block width: fixed-size blocks are unrolled and vectorized by the compiler.
 constexpr std::int64_t kBlock = 16;
 
-// LowLevelConv2d / LowLevelDepthwiseConv2d (QLinearConv).
-void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwise) {
+// True when the bytes of the two (located) tensors overlap.
+bool overlaps(const TensorRef& a, const TensorRef& b) {
+  const std::uint64_t sa = a.size_bytes(), sb = b.size_bytes();
+  return sa > 0 && sb > 0 && a.address < b.address + sb && b.address < a.address + sa;
+}
+
+// Switch of the fast kernels (kernels.h: set_fast_kernels_enabled).
+std::atomic<bool> g_fast_enabled{true};
+
+bool use_fast() noexcept {
+  return g_fast_enabled.load(std::memory_order_relaxed) && fast::cpu_supported();
+}
+
+// Where a fast kernel reads input `in` from: the region, or (when `in` overlaps the output
+// `out`, which is written while `in` is read) a per-thread copy of its bytes.
+const std::byte* fast_input(std::span<std::byte> region, const TensorRef& in,
+                            const TensorRef& out) {
+  const std::byte* ptr = region.data() + in.address;
+  if (!overlaps(in, out)) return ptr;
+  thread_local std::vector<std::byte> snapshot;
+  snapshot.assign(ptr, ptr + in.size_bytes());
+  return snapshot.data();
+}
+
+// A validated LowLevelConv2d / LowLevelDepthwiseConv2d: geometry, the weight bytes, and the
+// per-output-channel bias (wrapped into uint32) and requantization multiplier.
+struct ConvDesc {
+  const isa::Conv2dParams* p = nullptr;
+  Act4 x, y;  // bases null
+  std::int64_t N = 0, C = 0, H = 0, W = 0, M = 0, OH = 0, OW = 0, Cg = 0, Mg = 0;
+  std::int64_t kH = 0, kW = 0, pt = 0, pl = 0, sh = 1, sw = 1, dh = 1, dw = 1;
+  const std::byte* wptr = nullptr;
+  DType w_dtype = DType::Int8;
+  std::vector<std::uint32_t> bias;
+  std::vector<float> mult;
+};
+
+// Validates a convolution kernel in a region of `region_size` bytes whose constant operands are
+// read from `mem`. Throws Error(DeviceFault) when malformed, NotResident (only when `mem` is not
+// the whole region) when the weights or bias are not in `mem`.
+ConvDesc validate_conv(const isa::Kernel& kernel, bool depthwise, std::uint64_t region_size,
+                       const Readable& mem) {
+  ConvDesc d;
   const auto& p = params_of<isa::Conv2dParams>(kernel);
+  d.p = &p;
   require_arity(kernel, 1, 1);
-  const Act4 x = activation(region, kernel.inputs[0], "input 0");
-  const Act4 y = activation(region, kernel.outputs[0], "output 0");
+  d.x = activation_shape(region_size, kernel.inputs[0], "input 0");
+  d.y = activation_shape(region_size, kernel.outputs[0], "output 0");
   require_8bit(kernel.inputs[0], "input 0");
   require_8bit(kernel.outputs[0], "output 0");
-  const std::int64_t N = x.n, C = x.c, H = x.h, W = x.w;
-  const std::int64_t M = y.c, OH = y.h, OW = y.w;
+  const Act4& x = d.x;
+  const Act4& y = d.y;
+  const std::int64_t N = x.n, C = x.c;
+  const std::int64_t M = y.c;
   if (y.n != N) fault("output batch {} differs from input batch {}", y.n, N);
   if (p.group < 1 || C % p.group != 0 || M % p.group != 0) {
     fault("group {} must divide the input channels {} and output channels {}", p.group, C, M);
   }
   if (depthwise && p.group != C)
     fault("depthwise convolution needs group == C, got group {} and C {}", p.group, C);
-  const std::int64_t Cg = C / p.group, Mg = M / p.group;
+  const std::int64_t Cg = C / p.group;
 
   const TensorRef& wref = p.weight;
-  const std::byte* wptr = locate(region, wref, "weight");
+  check_located(region_size, wref, "weight");
   require_linear(wref, "weight");
   require_8bit(wref, "weight");
   if (wref.shape.size() != 4 || wref.shape[0] != M || wref.shape[1] != Cg || wref.shape[2] < 1 ||
       wref.shape[3] < 1) {
     fault("{} must have shape [{}, {}, kH, kW]", describe("weight", wref), M, Cg);
   }
-  const std::int64_t kH = wref.shape[2], kW = wref.shape[3];
   require_window(p.pads, p.strides, p.dilations);
-  const std::int64_t pt = p.pads[0], pl = p.pads[1];
-  const std::int64_t sh = p.strides[0], sw = p.strides[1];
-  const std::int64_t dh = p.dilations[0], dw = p.dilations[1];
 
   require_per_channel_size(p.w_scale.size(), M, "w_scale");
   require_per_channel_size(p.w_zero_point.size(), M, "w_zero_point");
@@ -228,36 +307,71 @@ void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwi
   for (std::int32_t zp : p.w_zero_point) require_zero_point(zp, wref.dtype, "w_zero_point");
 
   // Bias (int32, wrapped into the uint32 accumulator) and float multiplier per output channel.
-  std::vector<std::uint32_t> bias(static_cast<std::size_t>(M), 0);
+  d.bias.assign(static_cast<std::size_t>(M), 0);
   if (p.bias) {
-    const std::byte* bptr = locate(region, *p.bias, "bias");
+    check_located(region_size, *p.bias, "bias");
     require_linear(*p.bias, "bias");
     if (p.bias->dtype != DType::Int32 || p.bias->shape != Shape{M}) {
       fault("{} must be int32 of shape [{}]", describe("bias", *p.bias), M);
     }
+    const std::byte* bptr = read_at(mem, *p.bias);
     for (std::int64_t m = 0; m < M; ++m) {
       std::int32_t b;
       std::memcpy(&b, bptr + m * 4, 4);
-      bias[static_cast<std::size_t>(m)] = static_cast<std::uint32_t>(b);
+      d.bias[static_cast<std::size_t>(m)] = static_cast<std::uint32_t>(b);
     }
   }
-  std::vector<float> mult(static_cast<std::size_t>(M));
+  d.mult.resize(static_cast<std::size_t>(M));
   for (std::int64_t m = 0; m < M; ++m) {
     const float w_scale = p.w_scale[p.w_scale.size() == 1 ? 0 : static_cast<std::size_t>(m)];
     const float value = (p.x.scale * w_scale) / p.y.scale;
     if (!std::isfinite(value)) fault("requantization multiplier of channel {} is not finite", m);
-    mult[static_cast<std::size_t>(m)] = value;
+    d.mult[static_cast<std::size_t>(m)] = value;
   }
+  d.wptr = read_at(mem, wref);
+  d.w_dtype = wref.dtype;
+  d.N = N;
+  d.C = C;
+  d.H = x.h;
+  d.W = x.w;
+  d.M = M;
+  d.OH = y.h;
+  d.OW = y.w;
+  d.Cg = Cg;
+  d.Mg = M / p.group;
+  d.kH = wref.shape[2];
+  d.kW = wref.shape[3];
+  d.pt = p.pads[0];
+  d.pl = p.pads[1];
+  d.sh = p.strides[0];
+  d.sw = p.strides[1];
+  d.dh = p.dilations[0];
+  d.dw = p.dilations[1];
+  return d;
+}
+
+// The portable convolution: int16 operands, uint32 accumulators, scalar requantization.
+void conv2d_generic(const ConvDesc& d, std::span<std::byte> region, const isa::Kernel& kernel) {
+  const auto& p = *d.p;
+  Act4 x = d.x, y = d.y;
+  x.base = region.data() + kernel.inputs[0].address;
+  y.base = region.data() + kernel.outputs[0].address;
+  const std::int64_t N = d.N, C = d.C, H = d.H, W = d.W, M = d.M, OH = d.OH, OW = d.OW;
+  const std::int64_t Cg = d.Cg, Mg = d.Mg, kH = d.kH, kW = d.kW;
+  const std::int64_t pt = d.pt, pl = d.pl, sh = d.sh, sw = d.sw, dh = d.dh, dw = d.dw;
+  const std::vector<std::uint32_t>& bias = d.bias;
+  const std::vector<float>& mult = d.mult;
 
   // Weights minus their zero points, [M][Cg][kH][kW].
   const std::int64_t wblock = Cg * kH * kW;
   std::vector<std::int16_t> wq(static_cast<std::size_t>(M * wblock));
-  const bool w_signed = wref.dtype == DType::Int8;
+  const bool w_signed = d.w_dtype == DType::Int8;
   for (std::int64_t m = 0; m < M; ++m) {
     const std::int32_t zp =
         p.w_zero_point[p.w_zero_point.size() == 1 ? 0 : static_cast<std::size_t>(m)];
     for (std::int64_t i = m * wblock; i < (m + 1) * wblock; ++i) {
-      wq[static_cast<std::size_t>(i)] = static_cast<std::int16_t>(load8(wptr + i, w_signed) - zp);
+      wq[static_cast<std::size_t>(i)] =
+          static_cast<std::int16_t>(load8(d.wptr + i, w_signed) - zp);
     }
   }
 
@@ -333,6 +447,135 @@ void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwi
   }
 }
 
+// A 4-byte word of signed bytes b0..b3 (b0 lowest), as vpdpbusd reads a 32-bit lane.
+std::int32_t pack4(const std::int32_t b[4]) {
+  std::uint32_t w = 0;
+  for (int j = 0; j < 4; ++j) w |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(b[j])) << (8 * j);
+  return static_cast<std::int32_t>(w);
+}
+
+// True when the fast convolution handles `d` (everything with a non-empty output).
+bool fast_conv_fits(const ConvDesc& d) {
+  return d.N > 0 && d.C > 0 && d.H > 0 && d.W > 0 && d.M > 0 && d.OH > 0 && d.OW > 0;
+}
+
+// Packs a validated convolution for the fast kernels (fast_kernels.h describes the domains).
+std::shared_ptr<const fast::ConvPlan> make_conv_plan(const ConvDesc& d) {
+  auto plan = std::make_shared<fast::ConvPlan>();
+  fast::ConvPlan& f = *plan;
+  const auto& p = *d.p;
+  f.N = d.N; f.C = d.C; f.H = d.H; f.W = d.W; f.M = d.M; f.OH = d.OH; f.OW = d.OW;
+  f.kH = d.kH; f.kW = d.kW; f.pt = d.pt; f.pl = d.pl; f.sh = d.sh; f.sw = d.sw;
+  f.dh = d.dh; f.dw = d.dw; f.group = p.group; f.Cg = d.Cg; f.Mg = d.Mg;
+  f.x_pitch = d.x.pitch;
+  f.y_pitch = d.y.pitch;
+  f.x_signed = d.x.is_signed();
+  const std::int32_t xz = p.x.zero_point + (f.x_signed ? 128 : 0);  // unsigned domain
+  f.xz = static_cast<std::uint8_t>(xz);
+  f.yz = p.y.zero_point;
+  const auto [qmin, qmax] = isa::quant_range(d.y.dtype);
+  f.qmin = qmin;
+  f.qmax = qmax;
+  f.mult = d.mult;
+  const bool w_signed = d.w_dtype == DType::Int8;
+  const std::int64_t K = d.Cg * d.kH * d.kW;
+  f.K = K;
+  f.K4 = (K + 3) / 4;
+  // Signed-domain weight k of output channel m.
+  auto weight = [&](std::int64_t m, std::int64_t k) -> std::int32_t {
+    const std::int32_t v = load8(d.wptr + m * K + k, w_signed);
+    return w_signed ? v : v - 128;
+  };
+  f.wz.resize(static_cast<std::size_t>(d.M));
+  f.c0.resize(static_cast<std::size_t>(d.M));
+  for (std::int64_t m = 0; m < d.M; ++m) {
+    const std::int32_t zp =
+        p.w_zero_point[p.w_zero_point.size() == 1 ? 0 : static_cast<std::size_t>(m)];
+    const std::int32_t wz = w_signed ? zp : zp - 128;
+    std::uint32_t wsum = 0;
+    for (std::int64_t k = 0; k < K; ++k) wsum += static_cast<std::uint32_t>(weight(m, k));
+    // bias - xz sum w + K xz wz, modulo 2^32.
+    const std::uint32_t c0 = d.bias[static_cast<std::size_t>(m)] -
+                             static_cast<std::uint32_t>(xz) * wsum +
+                             static_cast<std::uint32_t>(K) * static_cast<std::uint32_t>(xz) *
+                                 static_cast<std::uint32_t>(wz);
+    f.wz[static_cast<std::size_t>(m)] = wz;
+    f.c0[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(c0);
+    f.any_wz = f.any_wz || wz != 0;
+  }
+  f.depthwise = d.Cg == 1 && 15 * d.sw + 3 * d.dw <= 63;
+  if (f.depthwise) {
+    f.taps4 = (d.kW + 3) / 4;
+    f.dw_words.resize(static_cast<std::size_t>(d.M * d.kH * f.taps4));
+    for (std::int64_t m = 0; m < d.M; ++m) {
+      for (std::int64_t kh = 0; kh < d.kH; ++kh) {
+        for (std::int64_t g = 0; g < f.taps4; ++g) {
+          std::int32_t b[4] = {0, 0, 0, 0};
+          for (std::int64_t j = 0; j < 4 && 4 * g + j < d.kW; ++j) {
+            b[j] = weight(m, kh * d.kW + 4 * g + j);
+          }
+          f.dw_words[static_cast<std::size_t>((m * d.kH + kh) * f.taps4 + g)] = pack4(b);
+        }
+      }
+    }
+    for (std::int64_t g = 0; g < f.taps4; ++g) {
+      std::int32_t b[4] = {0, 0, 0, 0};
+      for (std::int64_t j = 0; j < 4 && 4 * g + j < d.kW; ++j) b[j] = 1;
+      f.dw_ones.push_back(pack4(b));
+    }
+    return plan;
+  }
+  f.pointwise = d.kH == 1 && d.kW == 1 && d.sh == 1 && d.sw == 1 && d.pt == 0 && d.pl == 0 &&
+                d.OH == d.H && d.OW == d.W;
+  constexpr std::int64_t MR = fast::kConvMr;
+  f.m_blocks = (d.Mg + MR - 1) / MR;
+  f.w_packed.assign(static_cast<std::size_t>(p.group * f.m_blocks * f.K4 * MR), 0);
+  for (std::int64_t g = 0; g < p.group; ++g) {
+    for (std::int64_t mb = 0; mb < f.m_blocks; ++mb) {
+      for (std::int64_t k4 = 0; k4 < f.K4; ++k4) {
+        for (std::int64_t r = 0; r < MR; ++r) {
+          const std::int64_t ml = mb * MR + r;
+          if (ml >= d.Mg) continue;
+          std::int32_t b[4] = {0, 0, 0, 0};
+          for (std::int64_t j = 0; j < 4 && 4 * k4 + j < K; ++j) {
+            b[j] = weight(g * d.Mg + ml, 4 * k4 + j);
+          }
+          f.w_packed[static_cast<std::size_t>(((g * f.m_blocks + mb) * f.K4 + k4) * MR + r)] =
+              pack4(b);
+        }
+      }
+    }
+  }
+  return plan;
+}
+
+// Runs a fast convolution plan on the kernel's tensors.
+void conv2d_fast(const fast::ConvPlan& plan, const isa::Kernel& kernel,
+                 std::span<std::byte> region) {
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  fast::conv(plan, fast_input(region, xref, yref), region.data() + yref.address);
+}
+
+// Per-kernel state prepared at program load (PreparedProgram).
+struct KernelPlan {
+  const isa::Kernel* kernel = nullptr;  // identity check only, never dereferenced
+  std::shared_ptr<const fast::ConvPlan> conv;
+  std::shared_ptr<const fast::MatMulPlan> matmul;
+};
+
+// LowLevelConv2d / LowLevelDepthwiseConv2d (QLinearConv).
+void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwise,
+            const KernelPlan* prepared) {
+  if (prepared != nullptr && prepared->conv && use_fast()) {
+    return conv2d_fast(*prepared->conv, kernel, region);
+  }
+  const ConvDesc d =
+      validate_conv(kernel, depthwise, region.size(), Readable{region.data(), region.size()});
+  if (use_fast() && fast_conv_fits(d)) return conv2d_fast(*make_conv_plan(d), kernel, region);
+  conv2d_generic(d, region, kernel);
+}
+
 // LowLevelMaxPool: window maximum over the valid (non-pad) positions.
 void maxpool(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::MaxPoolParams>(kernel);
@@ -351,6 +594,21 @@ void maxpool(const isa::Kernel& kernel, std::span<std::byte> region) {
   const std::int64_t kH = p.kernel[0], kW = p.kernel[1];
   const std::int64_t sh = p.strides[0], sw = p.strides[1];
   const std::int64_t dh = p.dilations[0], dw = p.dilations[1];
+
+  if (use_fast() && x.n > 0 && x.c > 0 && x.h > 0 && x.w > 0 && y.h > 0 && y.w > 0) {
+    const fast::PoolGeom g{x.h,         x.w, y.h, y.w, kH,      kW,      p.pads[0],
+                           p.pads[1],   sh,  sw,  dh,  dw,      x.pitch, y.pitch,
+                           x.is_signed()};
+    if (fast::maxpool_supported(g)) {
+      const std::byte* xb = fast_input(region, kernel.inputs[0], kernel.outputs[0]);
+      for (std::int64_t n = 0; n < x.n; ++n) {
+        for (std::int64_t c = 0; c < x.c; ++c) {
+          fast::maxpool_plane(g, xb + (n * x.c + c) * x.h * x.pitch, y.row(n, c, 0));
+        }
+      }
+      return;
+    }
+  }
 
   // Valid window taps per output row / column: tap k is valid for output o when
   // o * stride - pad + k * dilation lies inside the input.
@@ -391,15 +649,26 @@ void maxpool(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
-// LowLevelMatMul (QLinearMatMul with constant B, per-column quantization of B).
-void matmul(const isa::Kernel& kernel, std::span<std::byte> region) {
+// A validated LowLevelMatMul: sizes, the bytes of B and the per-column multiplier.
+struct MatMulDesc {
+  const isa::MatMulParams* p = nullptr;
+  std::int64_t batch = 1, M = 0, K = 0, N = 0;
+  const std::byte* bptr = nullptr;
+  std::vector<float> mult;
+};
+
+// Validates a matmul kernel (see validate_conv for `region_size` and `mem`).
+MatMulDesc validate_matmul(const isa::Kernel& kernel, std::uint64_t region_size,
+                           const Readable& mem) {
+  MatMulDesc d;
   const auto& p = params_of<isa::MatMulParams>(kernel);
+  d.p = &p;
   require_arity(kernel, 1, 1);
   const TensorRef& aref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  const std::byte* aptr = locate(region, aref, "input 0");
-  std::byte* yptr = locate(region, yref, "output 0");
-  const std::byte* bptr = locate(region, p.b, "b");
+  check_located(region_size, aref, "input 0");
+  check_located(region_size, yref, "output 0");
+  check_located(region_size, p.b, "b");
   for (const auto& [ref, role] :
        {std::pair{&aref, "input 0"}, std::pair{&yref, "output 0"}, std::pair{&p.b, "b"}}) {
     require_linear(*ref, role);
@@ -423,30 +692,44 @@ void matmul(const isa::Kernel& kernel, std::span<std::byte> region) {
   require_zero_point(p.a.zero_point, aref.dtype, "a_zero_point");
   require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
   for (std::int32_t zp : p.b_zero_point) require_zero_point(zp, p.b.dtype, "b_zero_point");
+  d.mult.resize(static_cast<std::size_t>(N));
+  for (std::int64_t n = 0; n < N; ++n) {
+    const float b_scale = p.b_scale[p.b_scale.size() == 1 ? 0 : static_cast<std::size_t>(n)];
+    const float value = (p.a.scale * b_scale) / p.y.scale;
+    if (!std::isfinite(value)) fault("requantization multiplier of column {} is not finite", n);
+    d.mult[static_cast<std::size_t>(n)] = value;
+  }
+  d.bptr = read_at(mem, p.b);
+  for (std::size_t i = 0; i + 2 < rank; ++i) d.batch *= aref.shape[i];
+  d.M = M;
+  d.K = K;
+  d.N = N;
+  return d;
+}
 
+// The portable matmul: int16 operands, uint32 accumulators, scalar requantization.
+void matmul_generic(const MatMulDesc& d, const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = *d.p;
+  const TensorRef& aref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  const std::byte* aptr = region.data() + aref.address;
+  std::byte* yptr = region.data() + yref.address;
+  const std::int64_t M = d.M, K = d.K, N = d.N;
   // B minus its zero points, transposed to [N][K] so the dot products run over contiguous K.
   std::vector<std::int16_t> bq(static_cast<std::size_t>(N * K));
-  std::vector<float> mult(static_cast<std::size_t>(N));
   const bool b_signed = p.b.dtype == DType::Int8;
   for (std::int64_t n = 0; n < N; ++n) {
     const std::size_t pick = p.b_zero_point.size() == 1 ? 0 : static_cast<std::size_t>(n);
     const std::int32_t zp = p.b_zero_point[pick];
     for (std::int64_t k = 0; k < K; ++k) {
       bq[static_cast<std::size_t>(n * K + k)] =
-          static_cast<std::int16_t>(load8(bptr + k * N + n, b_signed) - zp);
+          static_cast<std::int16_t>(load8(d.bptr + k * N + n, b_signed) - zp);
     }
-    const float b_scale = p.b_scale[p.b_scale.size() == 1 ? 0 : static_cast<std::size_t>(n)];
-    const float value = (p.a.scale * b_scale) / p.y.scale;
-    if (!std::isfinite(value)) fault("requantization multiplier of column {} is not finite", n);
-    mult[static_cast<std::size_t>(n)] = value;
   }
-
-  std::int64_t batch = 1;
-  for (std::size_t i = 0; i + 2 < rank; ++i) batch *= aref.shape[i];
   const bool a_signed = aref.dtype == DType::Int8;
   const auto [qmin, qmax] = isa::quant_range(yref.dtype);
   std::vector<std::int16_t> aq(static_cast<std::size_t>(K));
-  for (std::int64_t row = 0; row < batch * M; ++row) {
+  for (std::int64_t row = 0; row < d.batch * M; ++row) {
     const std::byte* arow = aptr + row * K;
     for (std::int64_t k = 0; k < K; ++k) {
       aq[static_cast<std::size_t>(k)] =
@@ -460,10 +743,78 @@ void matmul(const isa::Kernel& kernel, std::span<std::byte> region) {
         acc += static_cast<std::uint32_t>(std::int32_t{aq[static_cast<std::size_t>(k)]} * bn[k]);
       }
       store8(yrow + n,
-             isa::requantize(static_cast<std::int32_t>(acc), mult[static_cast<std::size_t>(n)],
+             isa::requantize(static_cast<std::int32_t>(acc), d.mult[static_cast<std::size_t>(n)],
                              p.y.zero_point, qmin, qmax));
     }
   }
+}
+
+bool fast_matmul_fits(const MatMulDesc& d) { return d.batch * d.M > 0 && d.N > 0; }
+
+// Packs a validated matmul for the fast kernel.
+std::shared_ptr<const fast::MatMulPlan> make_matmul_plan(const MatMulDesc& d,
+                                                         const isa::Kernel& kernel) {
+  auto plan = std::make_shared<fast::MatMulPlan>();
+  fast::MatMulPlan& f = *plan;
+  const auto& p = *d.p;
+  const TensorRef& aref = kernel.inputs[0];
+  f.rows = d.batch * d.M;
+  f.K = d.K;
+  f.N = d.N;
+  f.K4 = (d.K + 3) / 4;
+  f.Npad = (d.N + 15) / 16 * 16;
+  f.a_signed = aref.dtype == DType::Int8;
+  const std::int32_t az = p.a.zero_point + (f.a_signed ? 128 : 0);
+  f.az = static_cast<std::uint8_t>(az);
+  f.yz = p.y.zero_point;
+  const auto [qmin, qmax] = isa::quant_range(kernel.outputs[0].dtype);
+  f.qmin = qmin;
+  f.qmax = qmax;
+  const bool b_signed = p.b.dtype == DType::Int8;
+  f.mult.assign(static_cast<std::size_t>(f.Npad), 0.0f);
+  f.c0.assign(static_cast<std::size_t>(f.Npad), 0);
+  f.bz.assign(static_cast<std::size_t>(f.Npad), 0);
+  f.b_packed.assign(static_cast<std::size_t>(f.K4 * f.Npad * 4), 0);
+  for (std::int64_t n = 0; n < d.N; ++n) {
+    const std::int32_t zp =
+        p.b_zero_point[p.b_zero_point.size() == 1 ? 0 : static_cast<std::size_t>(n)];
+    const std::int32_t bz = b_signed ? zp : zp - 128;
+    std::uint32_t bsum = 0;
+    for (std::int64_t k = 0; k < d.K; ++k) {
+      const std::int32_t v = load8(d.bptr + k * d.N + n, b_signed) - (b_signed ? 0 : 128);
+      bsum += static_cast<std::uint32_t>(v);
+      f.b_packed[static_cast<std::size_t>(((k / 4) * f.Npad + n) * 4 + k % 4)] =
+          static_cast<std::int8_t>(v);
+    }
+    // K az bz - az sum b, modulo 2^32.
+    const std::uint32_t c0 = static_cast<std::uint32_t>(d.K) * static_cast<std::uint32_t>(az) *
+                                 static_cast<std::uint32_t>(bz) -
+                             static_cast<std::uint32_t>(az) * bsum;
+    f.mult[static_cast<std::size_t>(n)] = d.mult[static_cast<std::size_t>(n)];
+    f.c0[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(c0);
+    f.bz[static_cast<std::size_t>(n)] = bz;
+    f.any_bz = f.any_bz || bz != 0;
+  }
+  return plan;
+}
+
+void matmul_fast(const fast::MatMulPlan& plan, const isa::Kernel& kernel,
+                 std::span<std::byte> region) {
+  const TensorRef& aref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  fast::matmul(plan, fast_input(region, aref, yref), region.data() + yref.address);
+}
+
+// LowLevelMatMul (QLinearMatMul with constant B, per-column quantization of B).
+void matmul(const isa::Kernel& kernel, std::span<std::byte> region, const KernelPlan* prepared) {
+  if (prepared != nullptr && prepared->matmul && use_fast()) {
+    return matmul_fast(*prepared->matmul, kernel, region);
+  }
+  const MatMulDesc d = validate_matmul(kernel, region.size(), Readable{region.data(), region.size()});
+  if (use_fast() && fast_matmul_fits(d)) {
+    return matmul_fast(*make_matmul_plan(d, kernel), kernel, region);
+  }
+  matmul_generic(d, kernel, region);
 }
 
 // Element strides of `ref`'s logical shape in its layout: row-major for Linear; for LoweredNCHW
@@ -532,6 +883,34 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
   const bool y_lowered = yref.layout == Layout::LoweredNCHW;
   const std::int64_t y_pad = y_lowered ? isa::padded_width(inner) - inner : 0;
   const auto [qmin, qmax] = isa::quant_range(yref.dtype);
+  // Contiguous innermost runs on all three sides go through the vectorized kernel. Each element
+  // of y depends only on the same element of a and b, so an output that is exactly one of the
+  // inputs is fine; partial overlaps take the scalar loop, which reads before it writes.
+  const bool same_or_disjoint = (!overlaps(aref, yref) || (aref.address == yref.address &&
+                                                           sa == sy)) &&
+                                (!overlaps(bref, yref) || (bref.address == yref.address &&
+                                                           sb == sy));
+  const bool fast_add = use_fast() && ia == 1 && ib == 1 && iy == 1 && same_or_disjoint;
+  const fast::AddParamsF fast_params{p.a.scale,      p.b.scale,      p.y.scale, p.a.zero_point,
+                                     p.b.zero_point, p.y.zero_point, qmin,      qmax,
+                                     a_signed,       b_signed};
+
+  // Without broadcasting, the runs of every operand are evenly spaced rows: one call.
+  if (fast_add && outer_rank > 0) {
+    auto even = [&](const std::vector<std::int64_t>& st) {
+      for (std::size_t d = 0; d + 1 < outer_rank; ++d) {
+        if (st[d] != st[d + 1] * dims[d + 1]) return false;
+      }
+      return st[outer_rank - 1] != 0 || dims[outer_rank - 1] == 1;
+    };
+    if (even(sa) && even(sb) && even(sy)) {
+      std::int64_t rows = 1;
+      for (std::size_t d = 0; d < outer_rank; ++d) rows *= dims[d];
+      fast::add_rows(fast_params, aptr, sa[outer_rank - 1], bptr, sb[outer_rank - 1], yptr,
+                     sy[outer_rank - 1], rows, inner, y_pad);
+      return;
+    }
+  }
 
   std::vector<std::int64_t> index(outer_rank, 0);  // odometer over all dims but the last
   for (;;) {
@@ -544,9 +923,13 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
     const std::byte* pa = aptr + oa;
     const std::byte* pb = bptr + ob;
     std::byte* py = yptr + oy;
-    for (std::int64_t i = 0; i < inner; ++i) {
-      store8(py + i * iy, qlinear_add(load8(pa + i * ia, a_signed), p.a,
-                                      load8(pb + i * ib, b_signed), p.b, p.y, qmin, qmax));
+    if (fast_add) {
+      fast::add_run(fast_params, pa, pb, py, inner);
+    } else {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        store8(py + i * iy, qlinear_add(load8(pa + i * ia, a_signed), p.a,
+                                        load8(pb + i * ib, b_signed), p.b, p.y, qmin, qmax));
+      }
     }
     if (y_pad > 0) std::memset(py + inner, 0, static_cast<std::size_t>(y_pad));
     std::size_t d = outer_rank;
@@ -686,12 +1069,25 @@ void copy_run(std::byte* dst, std::int64_t ds, const std::byte* src, std::int64_
   }
 }
 
+// The rows of a lowered destination: `w` elements, `pitch` apart (pitch 0: not lowered).
+struct DstRows {
+  std::int64_t w = 0, pitch = 0;
+};
+
+// The DstRows of `ref`.
+DstRows dst_rows(const TensorRef& ref) {
+  if (ref.layout != Layout::LoweredNCHW) return {};
+  return {ref.shape[3], isa::padded_width(ref.shape[3])};
+}
+
 // Copies block `b` (element size `esize`) from `src` to `dst`, optionally through `lut`. The
-// two innermost (coalesced) dims are tight loops; outer dims run on an odometer.
-void copy_block(std::byte* dst, const std::byte* src, Block b, std::size_t esize,
-                const std::uint8_t* lut = nullptr) {
+// two innermost (coalesced) dims are tight loops; outer dims run on an odometer. Returns true
+// when every innermost run was a whole row of the lowered destination `rows` and its padding
+// was zeroed on the way (so clear_row_padding is not needed for the bytes written).
+bool copy_block(std::byte* dst, const std::byte* src, Block b, std::size_t esize,
+                const std::uint8_t* lut = nullptr, DstRows rows = {}) {
   for (std::int64_t n : b.dims) {
-    if (n == 0) return;
+    if (n == 0) return false;
   }
   coalesce(b);
   const std::size_t rank = b.dims.size();
@@ -701,6 +1097,11 @@ void copy_block(std::byte* dst, const std::byte* src, Block b, std::size_t esize
   const std::int64_t dm = rank >= 2 ? b.dst_strides[rank - 2] : 0;
   const std::int64_t sm = rank >= 2 ? b.src_strides[rank - 2] : 0;
   const std::size_t outer_rank = rank >= 2 ? rank - 2 : 0;
+  // Byte runs go through the vectorized row copier; a run that is a whole destination row
+  // (inner == rows.w, consecutive runs rows.pitch apart) also gets its padding zeroed there.
+  const bool fast_rows = esize == 1 && di == 1 && si == 1 && use_fast();
+  const bool whole_rows =
+      fast_rows && rows.pitch > rows.w && inner == rows.w && (mid == 1 || dm == rows.pitch);
   std::vector<std::int64_t> index(outer_rank, 0);
   for (;;) {
     std::int64_t doff = 0, soff = 0;
@@ -708,14 +1109,20 @@ void copy_block(std::byte* dst, const std::byte* src, Block b, std::size_t esize
       doff += index[d] * b.dst_strides[d];
       soff += index[d] * b.src_strides[d];
     }
-    for (std::int64_t m = 0; m < mid; ++m) {
-      copy_run(dst + static_cast<std::size_t>(doff + m * dm) * esize, di,
-               src + static_cast<std::size_t>(soff + m * sm) * esize, si, inner, esize, lut);
+    if (fast_rows) {
+      fast::copy_rows(dst + doff, dm, src + soff, sm, mid, inner,
+                      whole_rows ? rows.pitch - rows.w : 0, lut);
+    } else {
+      for (std::int64_t m = 0; m < mid; ++m) {
+        copy_run(dst + static_cast<std::size_t>(doff + m * dm) * esize, di,
+                 src + static_cast<std::size_t>(soff + m * sm) * esize, si, inner, esize, lut);
+      }
     }
     std::size_t d = outer_rank;
     while (d > 0 && ++index[d - 1] == b.dims[d - 1]) index[--d] = 0;
     if (d == 0) break;
   }
+  return whole_rows;
 }
 
 // Walks the elements of a tensor in logical row-major order as runs of contiguous elements
@@ -757,25 +1164,26 @@ class RunCursor {
 // Copies all elements of `xref` (at src) to `yref` (at dst) in logical row-major order; both hold
 // the same number of elements. A linear side is row-major whatever its shape, so it can take the
 // other side's shape and the copy becomes one block copy; only lowered -> lowered between
-// different shapes walks the two sides' runs separately.
-void copy_row_major(std::byte* dst, const TensorRef& yref, const std::byte* src,
+// different shapes walks the two sides' runs separately. Returns true when the row padding of a
+// lowered destination was zeroed on the way (see copy_block).
+bool copy_row_major(std::byte* dst, const TensorRef& yref, const std::byte* src,
                     const TensorRef& xref) {
   const std::size_t esize = dtype_size(xref.dtype);
   std::int64_t remaining = element_count(xref.shape);
-  if (remaining == 0) return;
+  if (remaining == 0) return false;
   if (xref.shape == yref.shape) {  // a layout change only
-    copy_block(dst, src, Block{yref.shape, layout_strides(yref), layout_strides(xref)}, esize);
-    return;
+    return copy_block(dst, src, Block{yref.shape, layout_strides(yref), layout_strides(xref)},
+                      esize, nullptr, dst_rows(yref));
   }
   if (yref.layout == Layout::Linear) {
-    copy_block(dst, src, Block{xref.shape, contiguous_strides(xref.shape), layout_strides(xref)},
-               esize);
-    return;
+    return copy_block(dst, src,
+                      Block{xref.shape, contiguous_strides(xref.shape), layout_strides(xref)},
+                      esize);
   }
   if (xref.layout == Layout::Linear) {
-    copy_block(dst, src, Block{yref.shape, layout_strides(yref), contiguous_strides(yref.shape)},
-               esize);
-    return;
+    return copy_block(dst, src,
+                      Block{yref.shape, layout_strides(yref), contiguous_strides(yref.shape)},
+                      esize, nullptr, dst_rows(yref));
   }
   const Shape& ss = xref.shape;
   const Shape& ds = yref.shape;
@@ -797,6 +1205,7 @@ void copy_row_major(std::byte* dst, const TensorRef& yref, const std::byte* src,
       d_used = 0;
     }
   }
+  return false;
 }
 
 // Zeroes the row padding of a lowered tensor (nothing for Linear), so outputs are fully defined.
@@ -812,11 +1221,6 @@ void clear_row_padding(std::byte* base, const TensorRef& ref) {
   }
 }
 
-// True when the bytes of the two (located) tensors overlap.
-bool overlaps(const TensorRef& a, const TensorRef& b) {
-  const std::uint64_t sa = a.size_bytes(), sb = b.size_bytes();
-  return sa > 0 && sb > 0 && a.address < b.address + sb && b.address < a.address + sa;
-}
 
 // Where to read a located input from: the region, or a copy in `scratch` when the input's bytes
 // overlap one of the kernel's outputs (which are written while the input is read).
@@ -874,8 +1278,7 @@ void reshape(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
   std::vector<std::byte> scratch;
   const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
-  copy_row_major(yptr, yref, xptr, xref);
-  clear_row_padding(yptr, yref);
+  if (!copy_row_major(yptr, yref, xptr, xref)) clear_row_padding(yptr, yref);
 }
 
 // Checks the pieces of a Concat (inputs) or Split (outputs) against the whole tensor: same
@@ -929,13 +1332,16 @@ void concat(const isa::Kernel& kernel, std::span<std::byte> region) {
     sources.push_back(readable(region, kernel.inputs[i], kernel.outputs, scratch[i]));
   }
   std::int64_t start = 0;  // position of the current input along the axis
+  bool padded = true;      // every input's copy zeroed the row padding of its rows
   for (std::size_t i = 0; i < kernel.inputs.size(); ++i) {
     const TensorRef& xref = kernel.inputs[i];
-    copy_block(yptr + static_cast<std::size_t>(start * ys[axis]) * esize, sources[i],
-               Block{xref.shape, ys, layout_strides(xref)}, esize);
+    padded = copy_block(yptr + static_cast<std::size_t>(start * ys[axis]) * esize, sources[i],
+                        Block{xref.shape, ys, layout_strides(xref)}, esize, nullptr,
+                        dst_rows(yref)) &&
+             padded;
     start += xref.shape[axis];
   }
-  clear_row_padding(yptr, yref);
+  if (!padded) clear_row_padding(yptr, yref);
 }
 
 // LowLevelSplit: consecutive slices of the input along the axis, one per output.
@@ -960,9 +1366,11 @@ void split(const isa::Kernel& kernel, std::span<std::byte> region) {
   std::int64_t start = 0;  // position of the current output along the axis
   for (std::size_t i = 0; i < kernel.outputs.size(); ++i) {
     const TensorRef& yref = kernel.outputs[i];
-    copy_block(targets[i], xptr + static_cast<std::size_t>(start * xs[axis]) * esize,
-               Block{yref.shape, layout_strides(yref), xs}, esize);
-    clear_row_padding(targets[i], yref);
+    if (!copy_block(targets[i], xptr + static_cast<std::size_t>(start * xs[axis]) * esize,
+                    Block{yref.shape, layout_strides(yref), xs}, esize, nullptr,
+                    dst_rows(yref))) {
+      clear_row_padding(targets[i], yref);
+    }
     start += yref.shape[axis];
   }
 }
@@ -1001,9 +1409,10 @@ void transpose(const isa::Kernel& kernel, std::span<std::byte> region) {
   std::vector<std::int64_t> src_strides(rank);
   for (std::size_t d = 0; d < rank; ++d) src_strides[d] = xs[static_cast<std::size_t>(p.perm[d])];
   // Walks the output in its own order: writes are sequential, reads gather.
-  copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), src_strides},
-             dtype_size(xref.dtype));
-  clear_row_padding(yptr, yref);
+  if (!copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), src_strides},
+                  dtype_size(xref.dtype), nullptr, dst_rows(yref))) {
+    clear_row_padding(yptr, yref);
+  }
 }
 
 // LowLevelRequantize: DequantizeLinear then QuantizeLinear in float32, element for element.
@@ -1046,9 +1455,10 @@ void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
   std::vector<std::byte> scratch;
   const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
-  copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), layout_strides(xref)}, 1,
-             lut.data());
-  clear_row_padding(yptr, yref);
+  if (!copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), layout_strides(xref)}, 1,
+                  lut.data(), dst_rows(yref))) {
+    clear_row_padding(yptr, yref);
+  }
 }
 
 // LowLevelGlobalAveragePool (com.microsoft QLinearGlobalAveragePool, NCHW).
@@ -1086,6 +1496,13 @@ void global_average_pool(const isa::Kernel& kernel, std::span<std::byte> region)
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t c = 0; c < C; ++c) {
       std::uint32_t acc = 0;
+      if (use_fast()) {
+        acc = fast::sum_rows(xptr + (n * xs[0] + c * xs[1]), xs[2], H, W, x_signed);
+        const auto sum = static_cast<std::int32_t>(acc - zp_total);
+        store8(yptr + (n * ys[0] + c * ys[1]),
+               isa::requantize(sum, mult, p.y.zero_point, qmin, qmax));
+        continue;
+      }
       for (std::int64_t h = 0; h < H; ++h) {
         const auto* row =
             reinterpret_cast<const unsigned char*>(xptr) + (n * xs[0] + c * xs[1] + h * xs[2]);
@@ -1108,12 +1525,21 @@ void global_average_pool(const isa::Kernel& kernel, std::span<std::byte> region)
 
 }  // namespace
 
-void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region) {
+namespace {
+
+// sim-bench's per-kind counters (kernels.h: set_kernel_stats_enabled).
+struct AtomicKindStats {
+  std::atomic<std::uint64_t> calls{0}, ns{0}, macs{0};
+};
+std::atomic<bool> g_stats_enabled{false};
+std::array<AtomicKindStats, kKernelKindCount> g_stats;
+
+void dispatch(const isa::Kernel& kernel, std::span<std::byte> region, const KernelPlan* plan) {
   switch (kernel.kind) {
-    case isa::KernelKind::Conv2d: return conv2d(kernel, region, false);
-    case isa::KernelKind::DepthwiseConv2d: return conv2d(kernel, region, true);
+    case isa::KernelKind::Conv2d: return conv2d(kernel, region, false, plan);
+    case isa::KernelKind::DepthwiseConv2d: return conv2d(kernel, region, true, plan);
     case isa::KernelKind::MaxPool: return maxpool(kernel, region);
-    case isa::KernelKind::MatMul: return matmul(kernel, region);
+    case isa::KernelKind::MatMul: return matmul(kernel, region, plan);
     case isa::KernelKind::Add: return add(kernel, region);
     case isa::KernelKind::Reshape: return reshape(kernel, region);
     case isa::KernelKind::Requantize: return requantize(kernel, region);
@@ -1123,6 +1549,134 @@ void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region) {
     case isa::KernelKind::GlobalAveragePool: return global_average_pool(kernel, region);
   }
   fault("unknown kernel kind {}", static_cast<int>(kernel.kind));
+}
+
+void timed_dispatch(const isa::Kernel& kernel, std::span<std::byte> region,
+                    const KernelPlan* plan) {
+  if (!g_stats_enabled.load(std::memory_order_relaxed)) return dispatch(kernel, region, plan);
+  const auto start = std::chrono::steady_clock::now();
+  dispatch(kernel, region, plan);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  const auto kind = static_cast<std::size_t>(kernel.kind);
+  if (kind < kKernelKindCount) {
+    g_stats[kind].calls.fetch_add(1, std::memory_order_relaxed);
+    g_stats[kind].ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+    g_stats[kind].macs.fetch_add(isa::kernel_macs(kernel), std::memory_order_relaxed);
+  }
+}
+
+// [address, address + size) ranges.
+bool range_overlaps(std::uint64_t a, std::uint64_t sa, std::uint64_t b, std::uint64_t sb) {
+  return sa > 0 && sb > 0 && a < b + sb && b < a + sa;
+}
+
+}  // namespace
+
+// The plans of a program's kernels, by kernel index (null: nothing prepared, the kernel is
+// validated and packed when it runs).
+class PreparedProgram {
+ public:
+  std::uint64_t dram_bytes = 0;
+  std::vector<std::unique_ptr<KernelPlan>> plans;
+};
+
+std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& program) {
+  auto prepared = std::make_shared<PreparedProgram>();
+  prepared->dram_bytes = program.dram_bytes;
+  prepared->plans.resize(program.kernels.size());
+  if (!use_fast()) return prepared;
+  // Constant operands are packed from program.constants, which is what the region holds at
+  // load. That stays true while nothing writes over them: no kernel output and no program input
+  // (written by Load) may touch a packed operand's bytes, otherwise that kernel is left to be
+  // packed when it runs.
+  struct Range {
+    std::uint64_t address, size;
+  };
+  std::vector<Range> written;
+  for (const auto& k : program.kernels) {
+    for (const auto& out : k.outputs) written.push_back({out.address, out.size_bytes()});
+  }
+  for (const auto& in : program.inputs) written.push_back({in.address, in.size_bytes()});
+  auto frozen = [&](const TensorRef& ref) {
+    const std::uint64_t size = ref.size_bytes();
+    for (const Range& w : written) {
+      if (range_overlaps(ref.address, size, w.address, w.size)) return false;
+    }
+    return true;
+  };
+  const Readable constants{program.constants.data(), program.constants.size()};
+  for (std::size_t i = 0; i < program.kernels.size(); ++i) {
+    const isa::Kernel& kernel = program.kernels[i];
+    try {
+      auto plan = std::make_unique<KernelPlan>();
+      plan->kernel = &kernel;
+      if (kernel.kind == isa::KernelKind::Conv2d ||
+          kernel.kind == isa::KernelKind::DepthwiseConv2d) {
+        const ConvDesc d = validate_conv(kernel, kernel.kind == isa::KernelKind::DepthwiseConv2d,
+                                         program.dram_bytes, constants);
+        if (!frozen(d.p->weight) || (d.p->bias && !frozen(*d.p->bias)) || !fast_conv_fits(d))
+          continue;
+        plan->conv = make_conv_plan(d);
+      } else if (kernel.kind == isa::KernelKind::MatMul) {
+        const MatMulDesc d = validate_matmul(kernel, program.dram_bytes, constants);
+        if (!frozen(d.p->b) || !fast_matmul_fits(d)) continue;
+        plan->matmul = make_matmul_plan(d, kernel);
+      } else {
+        continue;
+      }
+      prepared->plans[i] = std::move(plan);
+    } catch (const Error&) {
+      // Malformed: run_kernel reports it when the kernel runs.
+    } catch (const NotResident&) {
+      // Operands outside the constants: packed when the kernel runs.
+    }
+  }
+  return prepared;
+}
+
+void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
+                const PreparedProgram* prepared, std::size_t index) {
+  const KernelPlan* plan = nullptr;
+  if (prepared != nullptr && index < prepared->plans.size() &&
+      region.size() == prepared->dram_bytes) {
+    plan = prepared->plans[index].get();
+    if (plan != nullptr && plan->kernel != &kernel) plan = nullptr;  // not this program's kernel
+  }
+  timed_dispatch(kernel, region, plan);
+}
+
+void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region) {
+  timed_dispatch(kernel, region, nullptr);
+}
+
+void set_fast_kernels_enabled(bool enabled) noexcept {
+  g_fast_enabled.store(enabled, std::memory_order_relaxed);
+}
+
+bool fast_kernels_active() noexcept { return use_fast(); }
+
+void set_kernel_stats_enabled(bool enabled) noexcept {
+  g_stats_enabled.store(enabled, std::memory_order_relaxed);
+}
+
+std::array<KernelKindStats, kKernelKindCount> kernel_stats() noexcept {
+  std::array<KernelKindStats, kKernelKindCount> out{};
+  for (std::size_t i = 0; i < kKernelKindCount; ++i) {
+    out[i].calls = g_stats[i].calls.load(std::memory_order_relaxed);
+    out[i].ns = g_stats[i].ns.load(std::memory_order_relaxed);
+    out[i].macs = g_stats[i].macs.load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
+void reset_kernel_stats() noexcept {
+  for (auto& s : g_stats) {
+    s.calls.store(0, std::memory_order_relaxed);
+    s.ns.store(0, std::memory_order_relaxed);
+    s.macs.store(0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace furiosa::device::sim

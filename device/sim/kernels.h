@@ -1,9 +1,11 @@
 // Private: the simulator's functional kernels (ONNX quantized-operator semantics).
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "furiosa/device/isa.h"
@@ -30,5 +32,58 @@ inline std::int32_t qlinear_add(std::int32_t a, const isa::QuantParam& qa, std::
 /// tensor outside the region, an unsupported dtype/layout, shapes or parameters that do not fit.
 /// The caller adds the device, instruction index and node name to the message.
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region);
+
+/// Per-program state of the kernels, built once when a program is loaded (prepare_program):
+/// convolution and matmul weights validated and pre-packed for the fast kernels, and the
+/// parameters derived from them (weight sums, requantization multipliers). Immutable; shared
+/// read-only by every thread that runs the program. Owned by whoever loaded the program (the
+/// simulator's LoadedProgram), so it lives exactly as long as the loaded program: there is no
+/// global cache to outlive or confuse programs.
+class PreparedProgram;
+
+/// Prepares `program` for run_kernel. Never throws for a malformed kernel: a kernel it cannot
+/// prepare is left to run_kernel, which reports it when (and if) it runs. The result does not
+/// refer to `program` and may outlive it.
+///
+/// Weights and biases are packed from program.constants, i.e. what the region holds right after
+/// load. A kernel whose constant operands could change afterwards (some kernel output or program
+/// input overlaps them) is not prepared and packs them from the region each time it runs. The
+/// region is assumed not to be written otherwise (DMA only writes the program's inputs).
+std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& program);
+
+/// Same as run_kernel(kernel, region) for kernel `index` of the program `prepared` was made
+/// from (null `prepared`: nothing prepared). Bit-identical results either way. `prepared` is
+/// ignored when the region's size is not the program's dram_bytes or `kernel` is not kernel
+/// `index` of that program. Thread-safe: scratch buffers are per thread and, once a thread has
+/// run the program, reused without allocating.
+void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
+                const PreparedProgram* prepared, std::size_t index);
+
+/// Test hook: with `false`, every kernel takes the portable path (the reference the fast
+/// kernels are checked against); with `true` (default), the fast kernels run when the CPU has
+/// AVX-512 VNNI + VBMI. Programs prepared while disabled keep no plans.
+void set_fast_kernels_enabled(bool enabled) noexcept;
+/// True when the fast kernels are enabled and supported by this CPU.
+bool fast_kernels_active() noexcept;
+
+/// Cumulative statistics of one kernel kind (see set_kernel_stats_enabled).
+struct KernelKindStats {
+  std::uint64_t calls = 0;
+  std::uint64_t ns = 0;    ///< wall time spent in run_kernel
+  std::uint64_t macs = 0;  ///< isa::kernel_macs of the kernels run
+};
+
+/// Number of isa::KernelKind values (indices of kernel_stats()).
+inline constexpr std::size_t kKernelKindCount =
+    static_cast<std::size_t>(isa::KernelKind::GlobalAveragePool) + 1;
+
+/// Benchmark hook (sim-bench): while enabled, every run_kernel adds its wall time and MACs to
+/// process-wide per-kind counters (relaxed atomics; off by default, costing one atomic load per
+/// kernel then). Not for tests: timings are noisy.
+void set_kernel_stats_enabled(bool enabled) noexcept;
+/// The counters accumulated since the last reset_kernel_stats(), indexed by KernelKind.
+std::array<KernelKindStats, kKernelKindCount> kernel_stats() noexcept;
+/// Zeroes the counters.
+void reset_kernel_stats() noexcept;
 
 }  // namespace furiosa::device::sim

@@ -283,7 +283,8 @@ class SimLoadedProgram final : public LoadedProgram,
         base_(base),
         allocation_id_(allocation.id),
         storage_(allocation.data),
-        size_(allocation.size) {}
+        size_(allocation.size),
+        prepared_(sim::prepare_program(*program_)) {}
   ~SimLoadedProgram() override { state_->release_if_current(card_, base_, allocation_id_); }
 
   const isa::Program& program() const noexcept override { return *program_; }
@@ -295,6 +296,8 @@ class SimLoadedProgram final : public LoadedProgram,
   std::span<std::byte> region() const noexcept {
     return {storage_.get(), static_cast<std::size_t>(size_)};
   }
+  /// The kernels' per-program state (packed weights), made once at load.
+  const sim::PreparedProgram* prepared() const noexcept { return prepared_.get(); }
 
  private:
   std::shared_ptr<const isa::Program> program_;
@@ -305,6 +308,7 @@ class SimLoadedProgram final : public LoadedProgram,
   std::uint64_t allocation_id_;
   std::shared_ptr<std::byte> storage_;
   std::uint64_t size_;
+  std::shared_ptr<const sim::PreparedProgram> prepared_;
 };
 
 /// An open simulated device file: DRAM access on its card and an in-order execution queue
@@ -499,7 +503,7 @@ class SimDevice final : public Device {
       timing.kernels.reserve(prog.kernels.size());
       for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
         const isa::Kernel& kernel = prog.kernels[k];
-        run_kernel(kernel, k, region, task.index);
+        run_kernel(kernel, k, region, task.index, task.program->prepared());
         KernelTiming kt;
         kt.kind = kernel.kind;
         kt.operator_index = kernel.operator_index;
@@ -552,7 +556,7 @@ class SimDevice final : public Device {
   /// Runs kernel `index` functionally; any failure becomes Error(DeviceFault) naming the device
   /// file, the execution, the instruction index, the kernel name and its node.
   void run_kernel(const isa::Kernel& kernel, std::size_t index, std::span<std::byte> region,
-                  std::uint64_t execution) const {
+                  std::uint64_t execution, const sim::PreparedProgram* prepared) const {
     auto fault = [&](std::string_view detail) {
       return Error(
           ErrorCode::DeviceFault,
@@ -560,7 +564,7 @@ class SimDevice final : public Device {
                       execution, index, isa::kernel_name(kernel.kind), kernel.node_name, detail));
     };
     try {
-      sim::run_kernel(kernel, region);
+      sim::run_kernel(kernel, region, prepared, index);
     } catch (const Error& e) {
       throw fault(e.message());
     } catch (const std::exception& e) {

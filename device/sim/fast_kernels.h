@@ -1,0 +1,125 @@
+// Private: the simulator's fast kernels (AVX-512 VNNI / VBMI), used by kernels.cpp when the
+// host CPU has them. Every function here computes exactly what the portable kernels in
+// kernels.cpp compute (bit-identical outputs); kernels.cpp validates the kernels and builds the
+// plans, this file only does arithmetic on already validated tensors.
+//
+// Integer arithmetic. vpdpbusd multiplies unsigned bytes by signed bytes and adds groups of 4
+// products to int32 lanes without saturation. Operands are moved into those domains exactly:
+// int8 activations x become x + 128 (the byte XOR 0x80) with zero point x_zp + 128, uint8
+// weights w become w - 128 with zero point w_zp - 128, so (x - x_zp) and (w - w_zp) are
+// unchanged. The zero points are folded out of the dot product:
+//   sum (x - xz)(w - wz) = sum x w - wz sum x - xz sum w + K xz wz,
+// where padding taps hold xz (so they contribute nothing) and the K dimension is padded to a
+// multiple of 4 with x = 0, w = 0. All of it is computed modulo 2^32, like the reference's
+// wrapping int32 accumulator, so the result is the same int32 even when it overflows.
+//
+// Requantization computes float(acc) * multiplier (qlinear_add: its float expression) in
+// float32 lanes with the same operations as isa::requantize / qlinear_add, so the products are
+// bit-identical (IEEE 754; -ffp-contract=off keeps the compiler from fusing them into FMAs).
+// Rounding uses the current rounding mode like std::nearbyint (half to even); the zero point
+// is then added and the result saturated in integer arithmetic, which gives the same value as
+// the scalar float addition and clamping (fast_kernels.cpp, requant16_f / requant64).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace furiosa::device::sim::fast {
+
+/// True when the host CPU (and OS) supports the instructions the fast kernels use: AVX-512 F,
+/// BW, VL, VNNI and VBMI. Checked once.
+bool cpu_supported() noexcept;
+
+/// Output channels per register tile of the convolution GEMM (weights are packed in blocks of
+/// this many rows).
+inline constexpr std::int64_t kConvMr = 6;
+
+/// A validated QLinearConv with its weights packed (built by kernels.cpp).
+struct ConvPlan {
+  std::int64_t N = 0, C = 0, H = 0, W = 0, M = 0, OH = 0, OW = 0;
+  std::int64_t kH = 1, kW = 1, pt = 0, pl = 0, sh = 1, sw = 1, dh = 1, dw = 1;
+  std::int64_t group = 1, Cg = 0, Mg = 0;
+  std::int64_t x_pitch = 0, y_pitch = 0;  ///< row pitch (elements) of input / output
+  bool x_signed = false;                  ///< int8 input: bytes are flipped to x + 128
+  std::uint8_t xz = 0;                    ///< input zero point in the unsigned domain
+  std::int32_t yz = 0, qmin = 0, qmax = 255;
+  std::vector<float> mult;                ///< [M] requantization multiplier
+  std::vector<std::int32_t> c0;           ///< [M] bias - xz sum w + K xz wz (mod 2^32)
+  std::vector<std::int32_t> wz;           ///< [M] weight zero point in the signed domain
+  bool any_wz = false;                    ///< some wz != 0: the kernel needs sum x
+
+  /// Depthwise path (group == C, one input channel per output channel, taps fit one 64-byte
+  /// window per group of 4): per output channel, kH rows of `taps4` words of 4 signed weights.
+  bool depthwise = false;
+  std::int64_t taps4 = 0;                 ///< ceil(kW / 4)
+  std::vector<std::int32_t> dw_words;     ///< [M][kH][taps4]
+  std::vector<std::int32_t> dw_ones;      ///< [taps4] words of 1 bytes for the real taps
+
+  /// GEMM path: per group, K = Cg * kH * kW rounded up to K4 groups of 4; weights packed as
+  /// words of 4 signed bytes (k = 4 k4 .. 4 k4 + 3, little endian), laid out
+  /// [group][ceil(Mg / kConvMr)][K4][kConvMr] (zero bytes as padding).
+  std::int64_t K = 0, K4 = 0, m_blocks = 0;
+  bool pointwise = false;                 ///< 1x1, stride 1, no padding: no im2col needed
+  std::vector<std::int32_t> w_packed;
+};
+
+/// Runs `plan` on image data `x` (the input tensor) into `y` (the output tensor); both in their
+/// layouts (rows `x_pitch` / `y_pitch` apart). Output row padding is zeroed. `x` and `y` must not
+/// overlap. Uses per-thread scratch buffers that grow to the largest kernel run and are reused.
+void conv(const ConvPlan& plan, const std::byte* x, std::byte* y);
+
+/// A validated QLinearMatMul with B packed as [K4][Npad][4] signed bytes.
+struct MatMulPlan {
+  std::int64_t rows = 0, K = 0, N = 0, K4 = 0, Npad = 0;
+  bool a_signed = false;
+  std::uint8_t az = 0;                    ///< a zero point in the unsigned domain
+  std::int32_t yz = 0, qmin = 0, qmax = 255;
+  std::vector<float> mult;                ///< [Npad]
+  std::vector<std::int32_t> c0;           ///< [Npad] K az bz - az sum_k b (mod 2^32)
+  std::vector<std::int32_t> bz;           ///< [Npad] b zero point in the signed domain
+  bool any_bz = false;
+  std::vector<std::int8_t> b_packed;
+};
+
+/// Runs `plan`: `a` is [rows, K] dense, `y` is [rows, N] dense. `a` and `y` must not overlap.
+void matmul(const MatMulPlan& plan, const std::byte* a, std::byte* y);
+
+/// Elementwise QLinearAdd of `n` contiguous elements (qlinear_add in kernels.h).
+struct AddParamsF {
+  float a_scale, b_scale, y_scale;
+  std::int32_t a_zp, b_zp, y_zp, qmin, qmax;
+  bool a_signed, b_signed;
+};
+void add_run(const AddParamsF& p, const std::byte* a, const std::byte* b, std::byte* y,
+             std::int64_t n);
+/// add_run over `rows` rows of `width` elements, each operand's rows `*_pitch` bytes apart.
+/// With `y_pad` > 0 (a lowered output, width + y_pad a multiple of 16) the row padding of y is
+/// zeroed too. y may be exactly a or b (same address and pitch), not a partial overlap.
+void add_rows(const AddParamsF& p, const std::byte* a, std::int64_t a_pitch, const std::byte* b,
+              std::int64_t b_pitch, std::byte* y, std::int64_t y_pitch, std::int64_t rows,
+              std::int64_t width, std::int64_t y_pad);
+
+/// Sum of `rows` rows of `width` 8-bit elements (`pitch` bytes apart) as int32 values of the
+/// dtype (int8 when `is_signed`), modulo 2^32.
+std::uint32_t sum_rows(const std::byte* x, std::int64_t pitch, std::int64_t rows,
+                       std::int64_t width, bool is_signed);
+
+/// Copies `rows` runs of `width` bytes: run r from src + r * src_step to dst + r * dst_step,
+/// through the 256-entry table `lut` when not null. With `pad` > 0 every run is a row of a
+/// lowered tensor followed by `pad` bytes of row padding (width + pad a multiple of 32), which
+/// are zeroed too. Source and destination must not overlap.
+void copy_rows(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step,
+               std::int64_t rows, std::int64_t width, std::int64_t pad, const std::uint8_t* lut);
+
+/// MaxPool of one [H, W] plane (rows `x_pitch` apart) into [OH, OW] (rows `y_pitch` apart,
+/// padding zeroed). Returns false (and does nothing) when the window shape is not supported
+/// (strides other than 1 and 2).
+struct PoolGeom {
+  std::int64_t H, W, OH, OW, kH, kW, pt, pl, sh, sw, dh, dw, x_pitch, y_pitch;
+  bool is_signed;
+};
+bool maxpool_supported(const PoolGeom& g) noexcept;
+void maxpool_plane(const PoolGeom& g, const std::byte* x, std::byte* y);
+
+}  // namespace furiosa::device::sim::fast

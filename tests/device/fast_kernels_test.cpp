@@ -1,0 +1,581 @@
+// The simulator's fast kernels (device/sim/fast_kernels.cpp, AVX-512 VNNI) against
+// straightforward references written here, on randomized shapes and parameters: odd channel
+// counts, widths that are not multiples of 16 or 32, strides, dilations, padding, groups,
+// depthwise with channel multipliers, int8 and uint8 activations and weights, per-channel
+// non-zero weight zero points, biases, multipliers that saturate, both layouts.
+//
+// Every case runs three ways and must match the reference byte for byte (row padding of lowered
+// outputs included, which must be zero): run_kernel without preparation (packed per call), with
+// a PreparedProgram (packed once), and with the fast kernels disabled (the portable kernels).
+// On a CPU without AVX-512 VNNI/VBMI the first two take the portable path too.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fmt/format.h>
+#include <random>
+#include <thread>
+
+#include "device_test_util.h"
+#include "kernels.h"
+
+using namespace furiosa;
+using namespace furiosa::device;
+using namespace furiosa::device::test;
+using isa::Layout;
+
+namespace {
+
+// Restores the fast-kernel switch at scope exit.
+struct FastSwitch {
+  ~FastSwitch() { sim::set_fast_kernels_enabled(true); }
+};
+
+std::int32_t value_of(const std::byte* p, DType dtype) {
+  const auto u = std::to_integer<std::uint8_t>(*p);
+  return dtype == DType::Int8 ? static_cast<std::int8_t>(u) : static_cast<std::int32_t>(u);
+}
+
+// Element (n, c, h, w) of a rank-4 tensor stored in `region` (either layout).
+std::int64_t offset4(const isa::TensorRef& ref, std::int64_t n, std::int64_t c, std::int64_t h,
+                     std::int64_t w) {
+  const auto& s = ref.shape;
+  const std::int64_t pitch = ref.layout == Layout::LoweredNCHW ? isa::padded_width(s[3]) : s[3];
+  return static_cast<std::int64_t>(ref.address) + ((n * s[1] + c) * s[2] + h) * pitch + w;
+}
+
+// Writes the expected bytes of a rank-4 output: values at their positions, zero row padding.
+void put4(std::vector<std::byte>& out, const isa::TensorRef& ref, std::int64_t n, std::int64_t c,
+          std::int64_t h, std::int64_t w, std::int32_t v) {
+  out[static_cast<std::size_t>(offset4(ref, n, c, h, w) - static_cast<std::int64_t>(ref.address))] =
+      static_cast<std::byte>(static_cast<std::uint8_t>(v));
+}
+
+// A random byte image of the whole region: constants at 0, random bytes everywhere else.
+std::vector<std::byte> make_region(const isa::Program& prog, std::mt19937& rng) {
+  std::vector<std::byte> region(static_cast<std::size_t>(prog.dram_bytes));
+  for (auto& b : region) b = static_cast<std::byte>(rng());
+  if (!prog.constants.empty()) {
+    std::memcpy(region.data(), prog.constants.data(), prog.constants.size());
+  }
+  return region;
+}
+
+// Runs kernel 0 of `prog` on a copy of `region` in the three ways and checks that the bytes of
+// `out` equal `expected` each time.
+void check_three_ways(const isa::Program& prog, const std::vector<std::byte>& region,
+                      const isa::TensorRef& out, const std::vector<std::byte>& expected) {
+  FastSwitch restore;
+  const auto slice = [&](const std::vector<std::byte>& r) {
+    return std::vector<std::byte>(r.begin() + static_cast<std::ptrdiff_t>(out.address),
+                                  r.begin() + static_cast<std::ptrdiff_t>(out.address +
+                                                                          out.size_bytes()));
+  };
+  {
+    auto r = region;
+    sim::run_kernel(prog.kernels[0], r);
+    INFO("unprepared (fast kernels " << (sim::fast_kernels_active() ? "on" : "unsupported") << ")");
+    CHECK(slice(r) == expected);
+  }
+  {
+    auto prepared = sim::prepare_program(prog);
+    auto r = region;
+    sim::run_kernel(prog.kernels[0], r, prepared.get(), 0);
+    INFO("prepared");
+    CHECK(slice(r) == expected);
+    r = region;  // a second run reuses the packed weights and the scratch buffers
+    sim::run_kernel(prog.kernels[0], r, prepared.get(), 0);
+    CHECK(slice(r) == expected);
+  }
+  {
+    sim::set_fast_kernels_enabled(false);
+    auto r = region;
+    sim::run_kernel(prog.kernels[0], r);
+    INFO("portable kernels");
+    CHECK(slice(r) == expected);
+  }
+}
+
+// Uniform in [0, n).
+std::int64_t rnd(std::mt19937& rng, std::int64_t n) {
+  return static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(n));
+}
+
+DType pick_8bit(std::mt19937& rng) { return rnd(rng, 2) ? DType::Int8 : DType::UInt8; }
+
+std::int32_t random_in(std::mt19937& rng, std::int32_t lo, std::int32_t hi) {
+  return std::uniform_int_distribution<std::int32_t>(lo, hi)(rng);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution.
+
+struct ConvSpec {
+  std::int64_t n, c, h, w, m, kh, kw, group;
+  std::array<std::int64_t, 4> pads;
+  std::array<std::int64_t, 2> strides, dilations;
+  DType x_type, w_type, y_type;
+  Layout x_layout, y_layout;
+  bool per_channel, with_bias, depthwise_kind;
+  float mult_scale;  // scales the requantization multipliers (large: saturation)
+};
+
+std::int64_t out_dim(std::int64_t in, std::int64_t k, std::int64_t p0, std::int64_t p1,
+                     std::int64_t s, std::int64_t d) {
+  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+std::string describe(const ConvSpec& s) {
+  return fmt::format(
+      "x [{}, {}, {}, {}] {} {}, w [{}, {}, {}, {}] {}, group {}, pads [{}, {}, {}, {}], "
+      "strides [{}, {}], dilations [{}, {}], y {} {}, per_channel {}, bias {}, kind {}, "
+      "mult x{}",
+      s.n, s.c, s.h, s.w, dtype_name(s.x_type), isa::layout_name(s.x_layout), s.m, s.c / s.group,
+      s.kh, s.kw, dtype_name(s.w_type), s.group, s.pads[0], s.pads[1], s.pads[2], s.pads[3],
+      s.strides[0], s.strides[1], s.dilations[0], s.dilations[1], dtype_name(s.y_type),
+      isa::layout_name(s.y_layout), s.per_channel, s.with_bias,
+      s.depthwise_kind ? "depthwise" : "conv", s.mult_scale);
+}
+
+// Builds the conv kernel of `s` with random data, computes the reference and checks it.
+// `in_place`: the output is placed over the input (same address; needs equal sizes).
+void run_conv_case(const ConvSpec& s, std::uint32_t seed, bool in_place = false) {
+  INFO(describe(s) << (in_place ? " (in place)" : "") << " seed " << seed);
+  std::mt19937 rng(seed);
+  const std::int64_t oh = out_dim(s.h, s.kh, s.pads[0], s.pads[2], s.strides[0], s.dilations[0]);
+  const std::int64_t ow = out_dim(s.w, s.kw, s.pads[1], s.pads[3], s.strides[1], s.dilations[1]);
+  REQUIRE(oh > 0);
+  REQUIRE(ow > 0);
+  const std::int64_t cg = s.c / s.group, mg = s.m / s.group;
+  const Shape ws{s.m, cg, s.kh, s.kw};
+  const auto w = random_8bit(static_cast<std::size_t>(element_count(ws)), s.w_type, seed + 1);
+  const auto [wlo, whi] = isa::quant_range(s.w_type);
+  const auto [xlo, xhi] = isa::quant_range(s.x_type);
+  const auto [ylo, yhi] = isa::quant_range(s.y_type);
+
+  isa::Conv2dParams p;
+  p.pads = s.pads;
+  p.strides = s.strides;
+  p.dilations = s.dilations;
+  p.group = s.group;
+  p.x = {0.0173f, random_in(rng, xlo, xhi)};
+  p.y = {0.0411f, random_in(rng, ylo, yhi)};
+  const std::size_t nq = s.per_channel ? static_cast<std::size_t>(s.m) : 1;
+  for (std::size_t i = 0; i < nq; ++i) {
+    p.w_scale.push_back(std::uniform_real_distribution<float>(0.0005f, 0.02f)(rng) *
+                        s.mult_scale);
+    p.w_zero_point.push_back(rnd(rng, 3) == 0 ? 0 : random_in(rng, wlo, whi));
+  }
+  std::vector<std::int32_t> bias;
+  ProgramBuilder b("conv");
+  p.weight = b.constant(s.w_type, ws, w);
+  if (s.with_bias) {
+    bias = random_values(static_cast<std::size_t>(s.m), -20000, 20000, seed + 2);
+    p.bias = b.constant(DType::Int32, {s.m}, bias);
+  }
+  const isa::TensorRef x = b.activation(s.x_type, {s.n, s.c, s.h, s.w}, s.x_layout);
+  isa::TensorRef y = b.activation(s.y_type, {s.n, s.m, oh, ow}, s.y_layout);
+  if (in_place) {
+    REQUIRE(y.size_bytes() == x.size_bytes());
+    y.address = x.address;
+  }
+  b.kernel(s.depthwise_kind ? isa::KernelKind::DepthwiseConv2d : isa::KernelKind::Conv2d, {x},
+           {y}, p);
+  auto prog = b.finish({x}, {y});
+  auto region = make_region(*prog, rng);
+
+  // Reference, on the input bytes as placed in the region.
+  std::vector<std::byte> expected(y.size_bytes(), std::byte{0});
+  for (std::int64_t n = 0; n < s.n; ++n) {
+    for (std::int64_t m = 0; m < s.m; ++m) {
+      const std::size_t q = s.per_channel ? static_cast<std::size_t>(m) : 0;
+      const std::int32_t wz = p.w_zero_point[q];
+      const float mult = (p.x.scale * p.w_scale[q]) / p.y.scale;
+      for (std::int64_t i = 0; i < oh; ++i) {
+        for (std::int64_t j = 0; j < ow; ++j) {
+          std::uint32_t acc = bias.empty() ? 0u : static_cast<std::uint32_t>(bias[static_cast<std::size_t>(m)]);
+          for (std::int64_t ci = 0; ci < cg; ++ci) {
+            const std::int64_t c = (m / mg) * cg + ci;
+            for (std::int64_t kh = 0; kh < s.kh; ++kh) {
+              for (std::int64_t kw = 0; kw < s.kw; ++kw) {
+                const std::int64_t ih = i * s.strides[0] - s.pads[0] + kh * s.dilations[0];
+                const std::int64_t iw = j * s.strides[1] - s.pads[1] + kw * s.dilations[1];
+                if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+                const std::int32_t xv =
+                    value_of(region.data() + offset4(x, n, c, ih, iw), s.x_type);
+                const std::int32_t wv =
+                    w[static_cast<std::size_t>(((m * cg + ci) * s.kh + kh) * s.kw + kw)];
+                acc += static_cast<std::uint32_t>((xv - p.x.zero_point) * (wv - wz));
+              }
+            }
+          }
+          put4(expected, y, n, m, i, j,
+               isa::requantize(static_cast<std::int32_t>(acc), mult, p.y.zero_point, ylo, yhi));
+        }
+      }
+    }
+  }
+  check_three_ways(*prog, region, y, expected);
+}
+
+ConvSpec random_conv(std::mt19937& rng, bool depthwise) {
+  ConvSpec s{};
+  s.n = rnd(rng, 4) == 0 ? 2 : 1;
+  s.kh = 1 + rnd(rng, 4);
+  s.kw = 1 + rnd(rng, 5);
+  if (rnd(rng, 3) == 0) s.kh = s.kw = 1;
+  if (rnd(rng, 3) == 0) s.kh = s.kw = 3;
+  s.strides = {1 + rnd(rng, 3), 1 + rnd(rng, 3)};
+  s.dilations = {1 + (rnd(rng, 4) == 0 ? 1 : 0), 1 + (rnd(rng, 4) == 0 ? 1 : 0)};
+  for (auto& pad : s.pads) pad = rnd(rng, 3);
+  s.h = 1 + rnd(rng, 20);
+  s.w = 1 + rnd(rng, 70);
+  if (depthwise) {
+    s.c = 1 + rnd(rng, 13);
+    s.group = s.c;
+    s.m = s.c * (rnd(rng, 4) == 0 ? 2 : 1);
+    s.depthwise_kind = rnd(rng, 4) != 0;
+  } else {
+    s.group = rnd(rng, 4) == 0 ? 1 + rnd(rng, 3) : 1;
+    s.c = s.group * (1 + rnd(rng, 13));
+    s.m = s.group * (1 + rnd(rng, 15));
+  }
+  // Keep the output non-empty.
+  const auto span = [](std::int64_t k, std::int64_t d) { return d * (k - 1) + 1; };
+  s.h = std::max(s.h, span(s.kh, s.dilations[0]));
+  s.w = std::max(s.w, span(s.kw, s.dilations[1]));
+  s.x_type = pick_8bit(rng);
+  s.w_type = pick_8bit(rng);
+  s.y_type = pick_8bit(rng);
+  s.x_layout = rnd(rng, 4) == 0 ? Layout::Linear : Layout::LoweredNCHW;
+  s.y_layout = rnd(rng, 4) == 0 ? Layout::Linear : Layout::LoweredNCHW;
+  s.per_channel = rnd(rng, 2) == 0;
+  s.with_bias = rnd(rng, 4) != 0;
+  const float scales[] = {1.0f, 1.0f, 1.0f, 0.2f, 8.0f, 400.0f};
+  s.mult_scale = scales[rnd(rng, 6)];
+  return s;
+}
+
+TEST_CASE("Fast conv matches the reference on random shapes", "[device][kernels][fast][conv]") {
+  std::mt19937 rng(2024);
+  for (int i = 0; i < 150; ++i) run_conv_case(random_conv(rng, false), 1000 + i);
+}
+
+TEST_CASE("Fast depthwise conv matches the reference on random shapes",
+          "[device][kernels][fast][conv]") {
+  std::mt19937 rng(77);
+  for (int i = 0; i < 150; ++i) run_conv_case(random_conv(rng, true), 5000 + i);
+}
+
+TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][conv]") {
+  const auto U8 = DType::UInt8, I8 = DType::Int8;
+  const auto L = Layout::LoweredNCHW;
+  std::vector<ConvSpec> specs = {
+      // pointwise (GEMM without im2col), MobileNetV2 / ShuffleNet-like, odd channel counts
+      {1, 24, 56, 56, 144, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      {1, 58, 28, 28, 58, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, false, true, false, 1.0f},
+      {1, 160, 7, 7, 37, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, I8, U8, I8, L, L, true, true, false, 1.0f},
+      {1, 17, 14, 14, 96, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, false, false, 1.0f},
+      // first layer: 3x3 stride 2 over 3 channels
+      {1, 3, 45, 45, 32, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      // depthwise 3x3 stride 1 / 2, widths around vector sizes
+      {1, 19, 33, 33, 19, 3, 3, 19, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
+      {1, 11, 66, 66, 11, 3, 3, 11, {1, 1, 1, 1}, {2, 2}, {1, 1}, I8, I8, I8, L, L, true, true, true, 1.0f},
+      {1, 7, 17, 130, 7, 3, 3, 7, {0, 1, 2, 1}, {1, 2}, {2, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+      // depthwise with kernel widths beyond 4 taps and strides beyond the vpermb window
+      {1, 5, 20, 40, 5, 5, 7, 5, {2, 3, 2, 3}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
+      {1, 4, 30, 90, 4, 3, 3, 4, {1, 1, 1, 1}, {5, 5}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
+      // grouped, not depthwise
+      {1, 12, 9, 23, 18, 3, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      // huge multipliers: everything saturates, both ends
+      {1, 9, 10, 10, 13, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1e6f},
+      {1, 9, 10, 10, 9, 3, 3, 9, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, I8, L, L, true, true, true, 1e6f},
+      // linear layouts on both sides, widths not multiples of 16
+      {2, 6, 5, 13, 10, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, Layout::Linear, Layout::Linear, true, true, false, 1.0f},
+      {2, 6, 5, 13, 6, 3, 3, 6, {1, 1, 1, 1}, {1, 1}, {1, 1}, I8, I8, U8, Layout::Linear, Layout::Linear, true, true, true, 1.0f},
+  };
+  std::uint32_t seed = 9000;
+  for (const auto& s : specs) run_conv_case(s, seed++);
+}
+
+TEST_CASE("Fast conv reads its input before writing an output placed over it",
+          "[device][kernels][fast][conv]") {
+  const auto U8 = DType::UInt8, I8 = DType::Int8;
+  const auto L = Layout::LoweredNCHW;
+  // Same input and output sizes: pointwise C -> C and depthwise stride 1 with padding 1.
+  run_conv_case({1, 8, 9, 20, 8, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true,
+                 true, false, 1.0f},
+                31, true);
+  run_conv_case({1, 8, 9, 20, 8, 3, 3, 8, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true,
+                 true, true, 1.0f},
+                32, true);
+}
+
+TEST_CASE("Prepared weights are not used when a kernel writes over them",
+          "[device][kernels][fast][conv]") {
+  // Kernel 0 copies an activation over the weights of kernel 1; the prepared program must not
+  // use the weights packed at load for kernel 1.
+  ProgramBuilder b("overwrite");
+  const Shape ws{4, 3, 1, 1};
+  const auto w0 = random_8bit(12, DType::Int8, 1);
+  isa::Conv2dParams p;
+  p.weight = b.constant(DType::Int8, ws, w0);
+  p.x = {0.02f, 3};
+  p.y = {0.05f, 100};
+  p.w_scale = {0.01f};
+  p.w_zero_point = {0};
+  const isa::TensorRef new_w = b.activation(DType::Int8, {12}, Layout::Linear);
+  const isa::TensorRef x = b.activation(DType::UInt8, {1, 3, 4, 5}, Layout::LoweredNCHW);
+  const isa::TensorRef y = b.activation(DType::UInt8, {1, 4, 4, 5}, Layout::LoweredNCHW);
+  isa::TensorRef w_view = p.weight;
+  w_view.shape = {12};
+  b.kernel(isa::KernelKind::Reshape, {new_w}, {w_view}, isa::ReshapeParams{});
+  b.kernel(isa::KernelKind::Conv2d, {x}, {y}, p);
+  auto prog = b.finish({new_w, x}, {y});
+  std::mt19937 rng(5);
+  auto region = make_region(*prog, rng);
+  auto reference = region;
+  {
+    FastSwitch restore;
+    sim::set_fast_kernels_enabled(false);
+    sim::run_kernel(prog->kernels[0], reference);
+    sim::run_kernel(prog->kernels[1], reference);
+  }
+  auto prepared = sim::prepare_program(*prog);
+  sim::run_kernel(prog->kernels[0], region, prepared.get(), 0);
+  sim::run_kernel(prog->kernels[1], region, prepared.get(), 1);
+  CHECK(region == reference);
+}
+
+TEST_CASE("Prepared programs run concurrently on several threads", "[device][kernels][fast]") {
+  const ConvSpec s{1, 20, 30, 45, 36, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, DType::UInt8,
+                   DType::Int8, DType::UInt8, Layout::LoweredNCHW, Layout::LoweredNCHW, true,
+                   true, false, 1.0f};
+  ProgramBuilder b("threads");
+  isa::Conv2dParams p;
+  p.weight = b.constant(DType::Int8, {s.m, s.c, 3, 3}, random_8bit(36 * 20 * 9, DType::Int8, 3));
+  p.pads = s.pads;
+  p.x = {0.02f, 3};
+  p.y = {0.05f, 100};
+  p.w_scale = {0.01f};
+  p.w_zero_point = {-3};
+  const isa::TensorRef x = b.activation(DType::UInt8, {1, s.c, s.h, s.w}, Layout::LoweredNCHW);
+  const isa::TensorRef y = b.activation(DType::UInt8, {1, s.m, s.h, s.w}, Layout::LoweredNCHW);
+  b.kernel(isa::KernelKind::Conv2d, {x}, {y}, p);
+  auto prog = b.finish({x}, {y});
+  std::mt19937 rng(8);
+  const auto region = make_region(*prog, rng);
+  auto reference = region;
+  sim::run_kernel(prog->kernels[0], reference);
+  auto prepared = sim::prepare_program(*prog);
+  std::vector<std::vector<std::byte>> results(4, region);
+  std::vector<std::thread> threads;
+  for (auto& r : results) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) sim::run_kernel(prog->kernels[0], r, prepared.get(), 0);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) CHECK(r == reference);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MatMul.
+
+TEST_CASE("Fast matmul matches the reference on random shapes", "[device][kernels][fast][matmul]") {
+  std::mt19937 rng(4242);
+  for (int iter = 0; iter < 60; ++iter) {
+    const std::int64_t batch = 1 + rnd(rng, 3), M = 1 + rnd(rng, 5), K = 1 + rnd(rng, 300),
+                       N = 1 + rnd(rng, 150);
+    const DType at = pick_8bit(rng), bt = pick_8bit(rng), yt = pick_8bit(rng);
+    const bool per_col = rnd(rng, 2) == 0;
+    const float mult_scale = rnd(rng, 5) == 0 ? 1e5f : 1.0f;
+    INFO("batch " << batch << " M " << M << " K " << K << " N " << N << " a " << dtype_name(at)
+                  << " b " << dtype_name(bt) << " y " << dtype_name(yt) << " per_col " << per_col
+                  << " mult x" << mult_scale);
+    const auto [blo, bhi] = isa::quant_range(bt);
+    const auto [alo, ahi] = isa::quant_range(at);
+    const auto [ylo, yhi] = isa::quant_range(yt);
+    const auto bvals = random_8bit(static_cast<std::size_t>(K * N), bt, 10 + iter);
+    isa::MatMulParams p;
+    ProgramBuilder b("matmul");
+    p.b = b.constant(bt, {K, N}, bvals);
+    p.a = {0.013f, random_in(rng, alo, ahi)};
+    p.y = {0.07f, random_in(rng, ylo, yhi)};
+    for (std::int64_t i = 0; i < (per_col ? N : 1); ++i) {
+      p.b_scale.push_back(std::uniform_real_distribution<float>(0.001f, 0.03f)(rng) * mult_scale);
+      p.b_zero_point.push_back(rnd(rng, 3) == 0 ? 0 : random_in(rng, blo, bhi));
+    }
+    const Shape ashape = batch > 1 ? Shape{batch, M, K} : Shape{M, K};
+    const Shape yshape = batch > 1 ? Shape{batch, M, N} : Shape{M, N};
+    const isa::TensorRef a = b.activation(at, ashape, Layout::Linear);
+    const isa::TensorRef y = b.activation(yt, yshape, Layout::Linear);
+    b.kernel(isa::KernelKind::MatMul, {a}, {y}, p);
+    auto prog = b.finish({a}, {y});
+    auto region = make_region(*prog, rng);
+    std::vector<std::byte> expected(y.size_bytes());
+    for (std::int64_t r = 0; r < batch * M; ++r) {
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::size_t q = per_col ? static_cast<std::size_t>(n) : 0;
+        std::uint32_t acc = 0;
+        for (std::int64_t k = 0; k < K; ++k) {
+          const std::int32_t av = value_of(region.data() + a.address + r * K + k, at);
+          const std::int32_t bv = bvals[static_cast<std::size_t>(k * N + n)];
+          acc += static_cast<std::uint32_t>((av - p.a.zero_point) * (bv - p.b_zero_point[q]));
+        }
+        const float mult = (p.a.scale * p.b_scale[q]) / p.y.scale;
+        expected[static_cast<std::size_t>(r * N + n)] = static_cast<std::byte>(static_cast<std::uint8_t>(
+            isa::requantize(static_cast<std::int32_t>(acc), mult, p.y.zero_point, ylo, yhi)));
+      }
+    }
+    check_three_ways(*prog, region, y, expected);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Add and MaxPool.
+
+TEST_CASE("Fast add matches qlinear_add on random shapes and layouts", "[device][kernels][fast][add]") {
+  std::mt19937 rng(99);
+  for (int iter = 0; iter < 60; ++iter) {
+    const Shape shape{1 + rnd(rng, 2), 1 + rnd(rng, 9), 1 + rnd(rng, 9), 1 + rnd(rng, 70)};
+    const Layout layout = rnd(rng, 3) == 0 ? Layout::Linear : Layout::LoweredNCHW;
+    const DType at = pick_8bit(rng), bt = pick_8bit(rng), yt = pick_8bit(rng);
+    const bool in_place = rnd(rng, 4) == 0 && at == yt;
+    const float ys = rnd(rng, 5) == 0 ? 1e-5f : 0.05f;  // tiny y scale: saturation
+    const auto [alo, ahi] = isa::quant_range(at);
+    const auto [blo, bhi] = isa::quant_range(bt);
+    const auto [ylo, yhi] = isa::quant_range(yt);
+    isa::AddParams p{{0.031f, random_in(rng, alo, ahi)},
+                     {0.017f, random_in(rng, blo, bhi)},
+                     {ys, random_in(rng, ylo, yhi)}};
+    INFO(shape_to_string(shape) << " " << isa::layout_name(layout) << " " << dtype_name(at)
+                                << " + " << dtype_name(bt) << " -> " << dtype_name(yt)
+                                << (in_place ? " in place" : "") << " y_scale " << ys);
+    ProgramBuilder b("add");
+    const isa::TensorRef a = b.activation(at, shape, layout);
+    const isa::TensorRef bb = b.activation(bt, shape, layout);
+    isa::TensorRef y = b.activation(yt, shape, layout);
+    if (in_place) y.address = a.address;
+    b.kernel(isa::KernelKind::Add, {a, bb}, {y}, p);
+    auto prog = b.finish({a, bb}, {y});
+    auto region = make_region(*prog, rng);
+    std::vector<std::byte> expected(y.size_bytes(), std::byte{0});
+    for (std::int64_t n = 0; n < shape[0]; ++n)
+      for (std::int64_t c = 0; c < shape[1]; ++c)
+        for (std::int64_t h = 0; h < shape[2]; ++h)
+          for (std::int64_t w = 0; w < shape[3]; ++w) {
+            const std::int32_t av = value_of(region.data() + offset4(a, n, c, h, w), at);
+            const std::int32_t bv = value_of(region.data() + offset4(bb, n, c, h, w), bt);
+            put4(expected, y, n, c, h, w, sim::qlinear_add(av, p.a, bv, p.b, p.y, ylo, yhi));
+          }
+    check_three_ways(*prog, region, y, expected);
+  }
+}
+
+TEST_CASE("Fast max pool matches the reference on random windows", "[device][kernels][fast][pool]") {
+  std::mt19937 rng(31337);
+  for (int iter = 0; iter < 80; ++iter) {
+    isa::MaxPoolParams p;
+    p.kernel = {1 + rnd(rng, 4), 1 + rnd(rng, 4)};
+    p.strides = {1 + rnd(rng, 3), 1 + rnd(rng, 3)};
+    p.dilations = {1 + (rnd(rng, 5) == 0 ? 1 : 0), 1 + (rnd(rng, 5) == 0 ? 1 : 0)};
+    for (auto& pad : p.pads) pad = rnd(rng, 3);
+    const std::int64_t H = std::max<std::int64_t>(1 + rnd(rng, 20), p.dilations[0] * (p.kernel[0] - 1) + 1);
+    const std::int64_t W = std::max<std::int64_t>(1 + rnd(rng, 150), p.dilations[1] * (p.kernel[1] - 1) + 1);
+    const Shape xs{1 + rnd(rng, 2), 1 + rnd(rng, 5), H, W};
+    const std::int64_t OH = out_dim(H, p.kernel[0], p.pads[0], p.pads[2], p.strides[0], p.dilations[0]);
+    const std::int64_t OW = out_dim(W, p.kernel[1], p.pads[1], p.pads[3], p.strides[1], p.dilations[1]);
+    const DType dt = pick_8bit(rng);
+    const Layout xl = rnd(rng, 4) == 0 ? Layout::Linear : Layout::LoweredNCHW;
+    const Layout yl = rnd(rng, 4) == 0 ? Layout::Linear : Layout::LoweredNCHW;
+    INFO(shape_to_string(xs) << " kernel " << p.kernel[0] << "x" << p.kernel[1] << " strides "
+                             << p.strides[0] << "," << p.strides[1] << " pads " << p.pads[0] << ","
+                             << p.pads[1] << "," << p.pads[2] << "," << p.pads[3] << " "
+                             << dtype_name(dt));
+    ProgramBuilder b("pool");
+    const isa::TensorRef x = b.activation(dt, xs, xl);
+    const isa::TensorRef y = b.activation(dt, {xs[0], xs[1], OH, OW}, yl);
+    b.kernel(isa::KernelKind::MaxPool, {x}, {y}, p);
+    auto prog = b.finish({x}, {y});
+    auto region = make_region(*prog, rng);
+    std::vector<std::byte> expected(y.size_bytes(), std::byte{0});
+    const std::int32_t lowest = dt == DType::Int8 ? -128 : 0;
+    for (std::int64_t n = 0; n < xs[0]; ++n)
+      for (std::int64_t c = 0; c < xs[1]; ++c)
+        for (std::int64_t i = 0; i < OH; ++i)
+          for (std::int64_t j = 0; j < OW; ++j) {
+            std::int32_t best = lowest;
+            for (std::int64_t kh = 0; kh < p.kernel[0]; ++kh)
+              for (std::int64_t kw = 0; kw < p.kernel[1]; ++kw) {
+                const std::int64_t ih = i * p.strides[0] - p.pads[0] + kh * p.dilations[0];
+                const std::int64_t iw = j * p.strides[1] - p.pads[1] + kw * p.dilations[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                best = std::max(best, value_of(region.data() + offset4(x, n, c, ih, iw), dt));
+              }
+            put4(expected, y, n, c, i, j, best);
+          }
+    check_three_ways(*prog, region, y, expected);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data movement and GlobalAveragePool: the vectorized row copies, table lookups and sums against
+// the portable kernels (which the data-movement tests check against references).
+
+// Runs kernel 0 of `prog` with the fast kernels off and returns the bytes of `out`.
+std::vector<std::byte> portable_result(const isa::Program& prog, std::vector<std::byte> region,
+                                       const isa::TensorRef& out) {
+  FastSwitch restore;
+  sim::set_fast_kernels_enabled(false);
+  sim::run_kernel(prog.kernels[0], region);
+  return {region.begin() + static_cast<std::ptrdiff_t>(out.address),
+          region.begin() + static_cast<std::ptrdiff_t>(out.address + out.size_bytes())};
+}
+
+Layout pick_layout(std::mt19937& rng) {
+  return rnd(rng, 2) ? Layout::LoweredNCHW : Layout::Linear;
+}
+
+TEST_CASE("Fast row copies, lookups and sums match the portable kernels",
+          "[device][kernels][fast][reshape]") {
+  std::mt19937 rng(555);
+  for (int iter = 0; iter < 120; ++iter) {
+    const Shape shape{1 + rnd(rng, 2), 1 + rnd(rng, 12), 1 + rnd(rng, 9), 1 + rnd(rng, 140)};
+    const DType dt = pick_8bit(rng);
+    const Layout xl = pick_layout(rng), yl = pick_layout(rng);
+    ProgramBuilder b("movement");
+    const isa::TensorRef x = b.activation(dt, shape, xl);
+    isa::TensorRef y;
+    const int kind = iter % 4;
+    INFO("kind " << kind << " " << shape_to_string(shape) << " " << isa::layout_name(xl) << " -> "
+                 << isa::layout_name(yl) << " " << dtype_name(dt));
+    if (kind == 0) {  // Reshape between layouts (rows of any width)
+      y = b.activation(dt, shape, yl);
+      b.kernel(isa::KernelKind::Reshape, {x}, {y}, isa::ReshapeParams{});
+    } else if (kind == 1) {  // Requantize through the 256-entry table
+      const DType yt = pick_8bit(rng);
+      y = b.activation(yt, shape, yl);
+      const auto [lo, hi] = isa::quant_range(dt);
+      const auto [ylo, yhi] = isa::quant_range(yt);
+      b.kernel(isa::KernelKind::Requantize, {x}, {y},
+               isa::RequantizeParams{{0.02f, random_in(rng, lo, hi)},
+                                     {0.013f, random_in(rng, ylo, yhi)}});
+    } else if (kind == 2) {  // Concat along channels with a second input
+      const Shape s2{shape[0], 1 + rnd(rng, 5), shape[2], shape[3]};
+      const isa::TensorRef x2 = b.activation(dt, s2, pick_layout(rng));
+      y = b.activation(dt, {shape[0], shape[1] + s2[1], shape[2], shape[3]}, yl);
+      b.kernel(isa::KernelKind::Concat, {x, x2}, {y}, isa::ConcatParams{1});
+    } else {  // GlobalAveragePool
+      y = b.activation(dt, {shape[0], shape[1], 1, 1}, yl);
+      const auto [lo, hi] = isa::quant_range(dt);
+      b.kernel(isa::KernelKind::GlobalAveragePool, {x}, {y},
+               isa::GlobalAveragePoolParams{{0.05f, random_in(rng, lo, hi)},
+                                            {0.01f, random_in(rng, lo, hi)}});
+    }
+    auto prog = b.finish({x}, {y});
+    const auto region = make_region(*prog, rng);
+    check_three_ways(*prog, region, y, portable_result(*prog, region, y));
+  }
+}
+
+}  // namespace
