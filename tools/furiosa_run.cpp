@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "furiosa/compiler/onnx_import.h"
+#include "furiosa/device/sim.h"
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/runtime/tensor_file.h"
@@ -45,7 +46,16 @@ struct Args {
   std::string json;
   std::string dataset;        // "fashion-mnist" or "fashion-mnist=DIR"
   std::size_t limit = 0;      // 0 = the whole dataset
+  std::string sim_pacing = "on";  // on | off
 };
+
+// The simulator driver furiosa-run executes on: the built-in configuration (FURIOSA_SIM_* from
+// the environment) with the command line's simulation options.
+std::unique_ptr<device::Driver> make_driver(const Args& a) {
+  device::SimConfig config = device::sim_config_from_environment();
+  config.pacing = a.sim_pacing == "on";
+  return device::create_sim_driver(config);
+}
 
 const fs::path kModelsDir = FURIOSA_MODELS_DIR;
 
@@ -264,6 +274,8 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
   o.duration_s = a.duration;
   o.json = a.json;
   o.base.profiler = prof;
+  const auto driver = make_driver(a);
+  o.base.driver = driver.get();
   runtime::Model model;
   {
     // The model's inputs at this batch size (compiled without opening a device).
@@ -291,7 +303,9 @@ int run(Args a) {
   }
   std::shared_ptr<profiler::Profiler> prof;
   if (!a.trace.empty() || !a.report.empty()) prof = std::make_shared<profiler::Profiler>();
+  const auto driver = make_driver(a);
   runtime::RunnerOptions opts;
+  opts.driver = driver.get();
   opts.device = a.devices;
   opts.profiler = prof;
   opts.worker_num = a.workers;
@@ -384,6 +398,10 @@ int main(int argc, char** argv) {
   app.add_option("--json", a.json, "Benchmark: write the figures as JSON to FILE");
   app.add_option("--batch-size", a.batch_size, "Batch bound to a symbolic dim 0 of the inputs")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+  app.add_option("--sim-pacing", a.sim_pacing,
+                 "Simulator: on = a result reaches the host no earlier than its modelled device time "
+                 "(latency and QPS like the card's); off = as fast as the host computes it")
+      ->check(CLI::IsMember({"on", "off"}));
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   try {

@@ -18,7 +18,6 @@
 //
 // Lifetime: the driver, its Devices and their LoadedPrograms share one SimState through
 // shared_ptr, so a Device still releases its cores correctly when it outlives the driver.
-#include "sim_driver.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -47,8 +46,6 @@
 
 namespace furiosa::device {
 
-namespace sim {
-
 namespace {
 
 // Integer value of environment variable `name` in [lo, hi], or `fallback` when unset or empty.
@@ -74,7 +71,6 @@ SimConfig sim_config_from_environment() {
   return config;
 }
 
-}  // namespace sim
 
 namespace {
 

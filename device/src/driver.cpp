@@ -9,7 +9,6 @@
 #include "furiosa/device/error.h"
 #include "furiosa/device/pcie.h"
 #include "furiosa/device/sim.h"
-#include "sim_driver.h"
 
 namespace furiosa::device {
 
@@ -67,7 +66,7 @@ DriverRegistry& DriverRegistry::builtin() {
   std::call_once(registered, [] {
     // The environment is read when the "sim" driver is first used, not at registration.
     registry.register_factory("sim",
-                              [] { return create_sim_driver(sim::sim_config_from_environment()); });
+                              [] { return create_sim_driver(sim_config_from_environment()); });
     // Real cards under /dev and /sys/class/npu_mgmt: listing only (see docs/devices.md).
     registry.register_factory("pcie", [] { return create_pcie_driver(); });
   });

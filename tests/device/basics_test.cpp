@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "device_test_util.h"
-#include "sim_driver.h"  // private: sim_config_from_environment()
 
 using namespace furiosa;
 using namespace furiosa::device;
@@ -254,19 +253,19 @@ TEST_CASE("Builtin registry has the sim driver", "[device][registry]") {
 TEST_CASE("Sim config from the environment", "[device][registry]") {
   ::setenv("FURIOSA_SIM_CARDS", "3", 1);
   ::setenv("FURIOSA_SIM_PES_PER_CARD", "4", 1);
-  SimConfig config = sim::sim_config_from_environment();
+  SimConfig config = sim_config_from_environment();
   CHECK(config.cards == 3);
   CHECK(config.pes_per_card == 4);
 
   ::setenv("FURIOSA_SIM_CARDS", "", 1);
   ::unsetenv("FURIOSA_SIM_PES_PER_CARD");
-  config = sim::sim_config_from_environment();
+  config = sim_config_from_environment();
   CHECK(config.cards == SimConfig{}.cards);
   CHECK(config.pes_per_card == SimConfig{}.pes_per_card);
 
   ::setenv("FURIOSA_SIM_PES_PER_CARD", "two", 1);
   try {
-    sim::sim_config_from_environment();
+    sim_config_from_environment();
     FAIL("bad value accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::InvalidArgument);

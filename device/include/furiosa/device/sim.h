@@ -25,6 +25,11 @@ struct SimConfig {
   bool pacing = true;
 };
 
+/// SimConfig defaults, overridden by FURIOSA_SIM_CARDS (0..256) and FURIOSA_SIM_PES_PER_CARD
+/// (1..64) when set and non-empty; this is the configuration of the built-in "sim" driver.
+/// Throws Error(InvalidArgument) naming the variable for a value that is not an integer in range.
+SimConfig sim_config_from_environment();
+
 /// Creates a simulator driver. Each driver instance is an independent set of simulated cards.
 std::unique_ptr<Driver> create_sim_driver(const SimConfig& config = {});
 
