@@ -47,6 +47,7 @@ struct Args {
   std::string dataset;        // "fashion-mnist" or "fashion-mnist=DIR"
   std::size_t limit = 0;      // 0 = the whole dataset
   std::string sim_pacing = "on";  // on | off
+  std::string sim_mode = "functional";  // functional | timing
 };
 
 // The simulator driver furiosa-run executes on: the built-in configuration (FURIOSA_SIM_* from
@@ -54,6 +55,7 @@ struct Args {
 std::unique_ptr<device::Driver> make_driver(const Args& a) {
   device::SimConfig config = device::sim_config_from_environment();
   config.pacing = a.sim_pacing == "on";
+  config.mode = a.sim_mode == "timing" ? device::SimMode::Timing : device::SimMode::Functional;
   return device::create_sim_driver(config);
 }
 
@@ -288,6 +290,7 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
     }
   }
   fmt::print("model: {}\n", a.model);
+  fmt::print("simulator: {} mode, pacing {}\n", a.sim_mode, a.sim_pacing);
   tools::run_bench(o, bench_inputs(a, model));
   finish_trace(prof, a);
   return 0;
@@ -314,13 +317,18 @@ int run(Args a) {
   const auto& model = runner->model();
 
   fmt::print("model: {}{}\n", a.model, default_model ? " (default model)" : "");
-  fmt::print("device: {} (sim)\n", runner->device_name());
+  fmt::print("device: {} (sim, {} mode)\n", runner->device_name(), a.sim_mode);
   fmt::print("inputs:\n");
   for (const auto& d : model.inputs) fmt::print("  {}\n", d.to_string());
   fmt::print("outputs:\n");
   for (const auto& d : model.outputs) fmt::print("  {}\n", d.to_string());
   if (a.verbose) fmt::print("partition:\n{}", runner->partition_report().to_string());
-  if (!a.dataset.empty() || (default_model && a.inputs.empty())) {
+  const bool timing_only = a.sim_mode == "timing";
+  if (timing_only && !a.dataset.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--dataset needs outputs, but --sim-mode timing computes none: use --sim-mode functional");
+  }
+  if (!a.dataset.empty() || (default_model && a.inputs.empty() && !timing_only)) {
     if (!a.dataset.empty()) run_dataset(*runner, a);
     else run_default_images(*runner);
     runner.reset();
@@ -351,6 +359,14 @@ int run(Args a) {
     }
   }
   auto outputs = runner->run(inputs);
+  if (timing_only) {
+    fmt::print("results: none: --sim-mode timing models the device's time without computing the "
+               "kernels, so the outputs are not valid{}\n",
+               a.output_dir.empty() ? "" : " and nothing is written to --output-dir");
+    runner.reset();
+    finish_trace(prof, a);
+    return 0;
+  }
 
   fmt::print("results:\n");
   for (std::size_t i = 0; i < outputs.size(); ++i) print_topk(model.outputs[i], outputs[i]);
@@ -402,6 +418,10 @@ int main(int argc, char** argv) {
                  "Simulator: on = a result reaches the host no earlier than its modelled device time "
                  "(latency and QPS like the card's); off = as fast as the host computes it")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--sim-mode", a.sim_mode,
+                 "Simulator: functional = compute the kernels (valid outputs) and model their time; "
+                 "timing = only model the time (fast for large models; outputs are not valid)")
+      ->check(CLI::IsMember({"functional", "timing"}));
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   try {

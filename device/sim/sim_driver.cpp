@@ -1,6 +1,14 @@
 // The simulator backend ("sim"): simulated Warboy cards, exclusive device files, simulated DRAM,
-// and one worker thread per open Device that runs its executions in submission order with
-// modelled timing (timing.cpp) and ONNX quantized-operator semantics (kernels.cpp).
+// and per open Device an execution queue served by SimConfig::compute_threads host threads.
+//
+// Executions: a thread takes the next queued execution and, still holding the queue lock, places
+// it on the device's modelled timeline (start = max(now, end of the previous execution); the
+// durations come from the program's cost model, timing.cpp, made once at load), so executions
+// never overlap on the timeline and the timeline follows submission order. It then computes
+// the execution on the host (functional mode: Load copies, kernels with ONNX quantized-operator
+// semantics in kernels.cpp, Store copies; timing mode: nothing), with pacing sleeps until the
+// modelled Store end, and signals the fence. Two executions of one program computed at once use
+// separate copies of the program's region (the first uses the region itself).
 //
 // Environment, read by DriverRegistry::builtin() when its "sim" driver is first used (drivers
 // made with create_sim_driver() take only the SimConfig they are given):
@@ -24,6 +32,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <vector>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +44,10 @@
 #include <map>
 #include <thread>
 #include <utility>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "furiosa/device/error.h"
 #include "furiosa/device/sim.h"
@@ -271,7 +287,8 @@ class SimLoadedProgram final : public LoadedProgram,
                                public std::enable_shared_from_this<SimLoadedProgram> {
  public:
   SimLoadedProgram(std::shared_ptr<const isa::Program> program, std::shared_ptr<SimState> state,
-                   int card, std::uint64_t owner, std::uint64_t base, const Allocation& allocation)
+                   int card, std::uint64_t owner, std::uint64_t base, const Allocation& allocation,
+                   int pe_count)
       : program_(std::move(program)),
         state_(std::move(state)),
         card_(card),
@@ -280,7 +297,9 @@ class SimLoadedProgram final : public LoadedProgram,
         allocation_id_(allocation.id),
         storage_(allocation.data),
         size_(allocation.size),
-        prepared_(sim::prepare_program(*program_)) {}
+        prepared_(state_->config.mode == SimMode::Functional ? sim::prepare_program(*program_)
+                                                             : nullptr),
+        cost_(sim::model_program(state_->config, *program_, pe_count)) {}
   ~SimLoadedProgram() override { state_->release_if_current(card_, base_, allocation_id_); }
 
   const isa::Program& program() const noexcept override { return *program_; }
@@ -292,8 +311,38 @@ class SimLoadedProgram final : public LoadedProgram,
   std::span<std::byte> region() const noexcept {
     return {storage_.get(), static_cast<std::size_t>(size_)};
   }
-  /// The kernels' per-program state (packed weights), made once at load.
+  /// The kernels' per-program state (packed weights), made once at load (functional mode).
   const sim::PreparedProgram* prepared() const noexcept { return prepared_.get(); }
+  /// The program's modelled cost on the device it was loaded on.
+  const sim::ProgramCost& cost() const noexcept { return cost_; }
+
+  /// A region to compute one execution in: the program's own region when no other execution
+  /// of this program is being computed, else a private copy (constants at the start, the rest
+  /// zero). Give it back with release_region(). Thread-safe.
+  std::byte* acquire_region() const {
+    std::lock_guard lock(regions_mu_);
+    if (!primary_busy_) {
+      primary_busy_ = true;
+      return storage_.get();
+    }
+    if (!spare_regions_.empty()) {
+      std::byte* r = spare_regions_.back().release();
+      spare_regions_.pop_back();
+      return r;
+    }
+    auto copy = std::make_unique<std::byte[]>(static_cast<std::size_t>(size_));
+    std::memcpy(copy.get(), program_->constants.data(), program_->constants.size());
+    return copy.release();
+  }
+  /// Returns a region from acquire_region().
+  void release_region(std::byte* region) const {
+    std::lock_guard lock(regions_mu_);
+    if (region == storage_.get()) {
+      primary_busy_ = false;
+    } else {
+      spare_regions_.emplace_back(region);
+    }
+  }
 
  private:
   std::shared_ptr<const isa::Program> program_;
@@ -305,15 +354,20 @@ class SimLoadedProgram final : public LoadedProgram,
   std::shared_ptr<std::byte> storage_;
   std::uint64_t size_;
   std::shared_ptr<const sim::PreparedProgram> prepared_;
+  sim::ProgramCost cost_;
+  mutable std::mutex regions_mu_;
+  mutable bool primary_busy_ = false;
+  mutable std::vector<std::unique_ptr<std::byte[]>> spare_regions_;
 };
 
-/// An open simulated device file: DRAM access on its card and an in-order execution queue
-/// served by one worker thread.
+/// An open simulated device file: DRAM access on its card and an execution queue served by
+/// SimConfig::compute_threads threads (timeline in submission order; see the file comment).
 class SimDevice final : public Device {
  public:
   SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner)
       : state_(std::move(state)), file_(file), name_(file.name()), owner_(owner) {
-    worker_ = std::thread([this] { worker_loop(); });
+    const int threads = std::max(state_->config.compute_threads, 1);
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
   }
 
   /// Drains the queue (every queued execution runs and signals its fence), joins the worker,
@@ -325,7 +379,7 @@ class SimDevice final : public Device {
     }
     queue_not_empty_.notify_all();
     queue_not_full_.notify_all();
-    worker_.join();
+    for (auto& w : workers_) w.join();
     state_->release_all(file_.card, owner_);
     state_->release_cores(file_);
     spdlog::debug("sim: closed {}", name_);
@@ -372,7 +426,7 @@ class SimDevice final : public Device {
       counters_.dma_bytes_to_device += program->constants.size();
     }
     return std::make_shared<SimLoadedProgram>(std::move(program), state_, file_.card, owner_, base,
-                                              allocation);
+                                              allocation, file_.pe_count());
   }
 
   std::shared_ptr<Fence> submit(const LoadedProgram& program,
@@ -443,18 +497,25 @@ class SimDevice final : public Device {
 
   /// The worker: runs queued executions in order until closing and drained.
   void worker_loop() {
+#ifdef __linux__
+    // Pacing sleeps until modelled times in the microsecond range; the default 50 us timer
+    // slack would add that much to every paced completion.
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
     for (;;) {
       Task task;
+      ExecutionTiming timing;
       {
         std::unique_lock lock(queue_mu_);
         queue_not_empty_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // closing, and every execution has been run
         task = std::move(queue_.front());
         queue_.pop_front();
+        timing = place_on_timeline(task);
       }
       queue_not_full_.notify_one();
       try {
-        execute(task);
+        execute(task, std::move(timing));
       } catch (...) {  // execute() reports through the fence; this is the last resort
         task.fence->fail(std::current_exception());
       }
@@ -474,54 +535,74 @@ class SimDevice final : public Device {
     }
   }
 
-  /// Runs one execution: Load, kernels, Store, modelled timing; signals or fails its fence.
-  void execute(Task& task) {
+  /// Modelled timing of `task`, placed after the previous execution on the device timeline
+  /// (call with queue_mu_ held, in the order executions are taken).
+  ExecutionTiming place_on_timeline(const Task& task) {
+    const SimConfig& config = state_->config;
+    const sim::ProgramCost& cost = task.program->cost();
+    const isa::Program& prog = task.program->program();
+    ExecutionTiming t;
+    t.execution_index = task.index;
+    std::int64_t clock = std::max(steady_now_ns(), timeline_ns_);
+    t.load_start_ns = clock;
+    for (std::int64_t ns : cost.load_ns) clock += ns;
+    t.load_end_ns = clock;
+    t.exec_start_ns = clock;
+    t.kernels.reserve(cost.kernels.size());
+    for (std::size_t k = 0; k < cost.kernels.size(); ++k) {
+      KernelTiming kt;
+      kt.kind = prog.kernels[k].kind;
+      kt.operator_index = prog.kernels[k].operator_index;
+      kt.instruction_index = static_cast<std::int32_t>(k);
+      kt.cycles = cost.kernels[k].cycles;
+      kt.start_ns = clock;
+      clock += sim::cycles_to_ns(config, kt.cycles);
+      kt.end_ns = clock;
+      t.kernels.push_back(kt);
+    }
+    t.exec_end_ns = clock;
+    t.store_start_ns = clock;
+    for (std::int64_t ns : cost.store_ns) clock += ns;
+    t.store_end_ns = clock;
+    t.kernel_cycles = cost.kernel_cycles;
+    t.task_cycles = static_cast<std::uint64_t>(
+        std::ceil(static_cast<double>(t.store_end_ns - t.load_start_ns) * config.clock_ghz));
+    t.macs = cost.macs;
+    t.peak_macs_per_cycle = static_cast<std::uint64_t>(config.macs_per_cycle_per_pe) *
+                            static_cast<std::uint64_t>(file_.pe_count());
+    t.dma_bytes_to_device = cost.dma_bytes_to_device;
+    t.dma_bytes_to_host = cost.dma_bytes_to_host;
+    timeline_ns_ = clock;
+    return t;
+  }
+
+  /// Runs one execution on the host (functional mode: Load, kernels, Store; timing mode: only
+  /// the DMA checks), paces it, updates the counters and signals or fails its fence.
+  void execute(Task& task, ExecutionTiming timing) {
     const SimConfig& config = state_->config;
     const isa::Program& prog = task.program->program();
-    const std::span<std::byte> region = task.program->region();
-    ExecutionTiming timing;
-    timing.execution_index = task.index;
-    std::int64_t clock = std::max(steady_now_ns(), timeline_ns_);
-    std::uint64_t to_device = 0, to_host = 0, cycles = 0;
+    const std::span<std::byte> primary = task.program->region();
     std::exception_ptr error;
-    timing.load_start_ns = clock;
+    std::byte* region_data = nullptr;
     try {
-      for (std::size_t i = 0; i < prog.inputs.size(); ++i) {  // Load
-        const isa::TensorRef& ref = prog.inputs[i];
-        check_dma(ref, region, "input", i, task.index);
-        const std::span<const std::byte> src = task.inputs[i];
-        if (!src.empty()) std::memcpy(region.data() + ref.address, src.data(), src.size());
-        clock += sim::dma_duration_ns(config, src.size());
-        to_device += src.size();
+      for (std::size_t i = 0; i < prog.inputs.size(); ++i) check_dma(prog.inputs[i], primary, "input", i, task.index);
+      for (std::size_t i = 0; i < prog.outputs.size(); ++i) check_dma(prog.outputs[i], primary, "output", i, task.index);
+      if (config.mode == SimMode::Functional) {
+        region_data = task.program->acquire_region();
+        const std::span<std::byte> region(region_data, primary.size());
+        for (std::size_t i = 0; i < prog.inputs.size(); ++i) {  // Load
+          const std::span<const std::byte> src = task.inputs[i];
+          if (!src.empty()) std::memcpy(region.data() + prog.inputs[i].address, src.data(), src.size());
+        }
+        for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
+          run_kernel(prog.kernels[k], k, region, task.index, task.program->prepared());
+        }
+        for (std::size_t i = 0; i < prog.outputs.size(); ++i) {  // Store
+          const std::span<std::byte> dst = task.outputs[i];
+          if (!dst.empty()) std::memcpy(dst.data(), region.data() + prog.outputs[i].address, dst.size());
+        }
+        timing.host_end_ns = steady_now_ns();
       }
-      timing.load_end_ns = clock;
-      timing.exec_start_ns = clock;
-      timing.kernels.reserve(prog.kernels.size());
-      for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
-        const isa::Kernel& kernel = prog.kernels[k];
-        run_kernel(kernel, k, region, task.index, task.program->prepared());
-        KernelTiming kt;
-        kt.kind = kernel.kind;
-        kt.operator_index = kernel.operator_index;
-        kt.instruction_index = static_cast<std::int32_t>(k);
-        kt.cycles = sim::kernel_cycles(config, kernel, file_.pe_count());
-        kt.start_ns = clock;
-        clock += sim::cycles_to_ns(config, kt.cycles);
-        kt.end_ns = clock;
-        cycles += kt.cycles;
-        timing.kernels.push_back(kt);
-      }
-      timing.exec_end_ns = clock;
-      timing.store_start_ns = clock;
-      for (std::size_t i = 0; i < prog.outputs.size(); ++i) {  // Store
-        const isa::TensorRef& ref = prog.outputs[i];
-        check_dma(ref, region, "output", i, task.index);
-        const std::span<std::byte> dst = task.outputs[i];
-        if (!dst.empty()) std::memcpy(dst.data(), region.data() + ref.address, dst.size());
-        clock += sim::dma_duration_ns(config, dst.size());
-        to_host += dst.size();
-      }
-      timing.store_end_ns = clock;
     } catch (const Error&) {
       error = std::current_exception();
     } catch (const std::exception& e) {
@@ -529,18 +610,24 @@ class SimDevice final : public Device {
           Error(ErrorCode::DeviceFault,
                 fmt::format("{}: execution {}: {}", name_, task.index, e.what())));
     }
-    timeline_ns_ = clock;
+    if (region_data != nullptr) task.program->release_region(region_data);
     {
       std::lock_guard lock(counters_mu_);
       if (!error) ++counters_.executions;
-      counters_.cycles += cycles;
-      counters_.dma_bytes_to_device += to_device;
-      counters_.dma_bytes_to_host += to_host;
+      counters_.cycles += timing.kernel_cycles;
+      counters_.task_cycles += timing.task_cycles;
+      counters_.macs += timing.macs;
+      counters_.dma_bytes_to_device += timing.dma_bytes_to_device;
+      counters_.dma_bytes_to_host += timing.dma_bytes_to_host;
+      if (timing.overrun_ns() > 0) {
+        ++counters_.overruns;
+        counters_.overrun_ns += timing.overrun_ns();
+      }
     }
     if (config.pacing) {
       std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-              std::chrono::nanoseconds(clock))));
+              std::chrono::nanoseconds(timing.store_end_ns))));
     }
     if (error) {
       task.fence->fail(error);
@@ -580,12 +667,12 @@ class SimDevice final : public Device {
   bool stopping_ = false;
   std::uint64_t next_execution_index_ = 0;
 
-  std::int64_t timeline_ns_ = 0;  ///< device clock: end of the last execution (worker only)
+  std::int64_t timeline_ns_ = 0;  ///< device clock: end of the last placed execution (queue_mu_)
 
   mutable std::mutex counters_mu_;
   DeviceCounters counters_;
 
-  std::thread worker_;  ///< started last, in the constructor body
+  std::vector<std::thread> workers_;  ///< started last, in the constructor body
 };
 
 /// The simulator driver: a set of simulated cards.
@@ -625,9 +712,19 @@ void validate(const SimConfig& config) {
   if (!(config.macs_per_cycle_per_pe > 0)) throw bad("macs_per_cycle_per_pe must be > 0");
   if (!(config.pcie_bytes_per_ns > 0)) throw bad("pcie_bytes_per_ns must be > 0");
   if (config.dma_latency_ns < 0) throw bad("dma_latency_ns must be >= 0");
+  if (config.array_align < 1) throw bad("array_align must be >= 1");
+  if (!(config.sram_bytes_per_cycle_per_pe > 0)) throw bad("sram_bytes_per_cycle_per_pe must be > 0");
+  if (!(config.dram_bytes_per_ns > 0)) throw bad("dram_bytes_per_ns must be > 0");
+  if (!(config.fused_exchange_bytes_per_cycle > 0)) throw bad("fused_exchange_bytes_per_cycle must be > 0");
+  if (config.compute_threads < 1 || config.compute_threads > 64)
+    throw bad(fmt::format("compute_threads = {} must be in 1..64", config.compute_threads));
 }
 
 }  // namespace
+
+std::string_view sim_mode_name(SimMode mode) noexcept {
+  return mode == SimMode::Timing ? "timing" : "functional";
+}
 
 std::unique_ptr<Driver> create_sim_driver(const SimConfig& config) {
   validate(config);

@@ -1,74 +1,181 @@
-// The simulator's timing model. These are first, uncalibrated formulas built from the Warboy
-// figures of DESIGN.md; they are deterministic functions of the kernel shapes only.
+// The simulator's timing model: deterministic functions of the program's shapes and the
+// SimConfig constants (docs/timing.md gives the sources and the calibration).
 //
-//   DMA:      dma_latency_ns + bytes / pcie_bytes_per_ns                      (per transfer)
+// Per kernel on a device of P PEs (P = 2 for a fused PE):
 //   MAC kernels (Conv2d, DepthwiseConv2d, MatMul):
-//             kernel_overhead_cycles + ceil(macs / (macs_per_cycle_per_pe * pe_count))
-//   data movement and vector kernels (MaxPool, Add, Reshape, Requantize, Concat, Transpose,
-//   Split, GlobalAveragePool):
-//             kernel_overhead_cycles + ceil(bytes_touched / (64 * pe_count))
-//             where bytes_touched = bytes of all inputs and outputs in their layouts and 64 is a
-//             guessed bytes/cycle/PE of the vector path. GlobalAveragePool is costed here even
-//             though kernel_macs() counts its N*C*H*W accumulations: streaming its input (>= one
-//             byte per accumulation at 64 B/cycle) dominates the MAC time (16K MAC/cycle).
-//   Every KernelKind has an explicit case; an unknown kind (a corrupted program) costs only the
-//   overhead, and the functional model rejects it anyway.
-//   kernel ns = cycles / clock_ghz
-//
-// Not modelled yet: alignment losses when channels or width are not multiples of 32, SRAM vs.
-// DRAM placement, overlap of DMA with execution.
+//     aligned MACs = the work with input channels, output channels and output row width padded
+//                    up to multiples of array_align (a depthwise conv's kH*kW taps take the
+//                    place of the input channels); MatMul pads its rows, K and N the same way
+//     compute      = aligned MACs / (macs_per_cycle_per_pe * P)
+//   vector kernels (MaxPool, Add, Reshape, Requantize, Concat, Transpose, Split,
+//   GlobalAveragePool): compute = 0; they are bound by SRAM traffic.
+//   sram     = (bytes of all inputs and outputs + conv/matmul weight bytes)
+//              / (sram_bytes_per_cycle_per_pe * P)
+//   dram     = weight bytes streamed from DRAM / the device's share of the card's DRAM
+//              bandwidth (P / pes_per_card of dram_bytes_per_ns, per cycle)
+//   exchange = fused PE, Conv2d and MatMul only: output bytes / fused_exchange_bytes_per_cycle
+//              (the PEs split the output channels; the next kernel reduces over all of them, so
+//              each PE needs the other's half; depthwise and vector kernels stay channel-local)
+//   cycles   = kernel_overhead_cycles + exchange + max(compute, sram, dram)
+// SRAM residency: SRAM of the device = sram_bytes_per_pe * P. The largest kernel's activations
+// (inputs + outputs) are reserved; weights are kept resident in program order while they fit
+// in the rest, and the weights of later kernels are streamed from DRAM at every execution.
+// DMA: dma_latency_ns + bytes / pcie_bytes_per_ns per transfer (one per program input/output).
 #include "timing.h"
 
 #include <algorithm>
 #include <cmath>
+#include <variant>
 
 namespace furiosa::device::sim {
 
 namespace {
 
-/// Guessed bytes per cycle and PE that data-movement kernels stream (uncalibrated).
-constexpr double kVectorBytesPerCyclePerPe = 64.0;
+std::uint64_t udim(std::int64_t d) { return d > 0 ? static_cast<std::uint64_t>(d) : 0; }
 
-// Bytes a kernel reads and writes, counted in each tensor's layout.
-std::uint64_t bytes_touched(const isa::Kernel& kernel) {
+// d rounded up to a multiple of a (a >= 1).
+std::uint64_t align_up(std::int64_t d, std::int64_t a) {
+  const std::uint64_t ua = udim(std::max<std::int64_t>(a, 1));
+  return (udim(d) + ua - 1) / ua * ua;
+}
+
+// ceil(work / rate) cycles, for work >= 0 and rate > 0.
+std::uint64_t cycles_for(double work, double rate) {
+  return static_cast<std::uint64_t>(std::ceil(work / rate));
+}
+
+bool is_constant(const isa::TensorRef& ref, std::uint64_t constants_end) {
+  return ref.address + ref.size_bytes() <= constants_end && constants_end > 0;
+}
+
+// MACs the array performs for a MAC kernel, with its dimensions padded to the array's sizes.
+std::uint64_t aligned_macs(const isa::Kernel& kernel, std::int64_t a) {
+  if (kernel.inputs.empty() || kernel.outputs.empty()) return 0;
+  if (const auto* p = std::get_if<isa::Conv2dParams>(&kernel.params)) {
+    const Shape& x = kernel.inputs[0].shape;
+    const Shape& y = kernel.outputs[0].shape;
+    const Shape& w = p->weight.shape;
+    if (x.size() != 4 || y.size() != 4 || w.size() != 4 || p->group <= 0) return 0;
+    const std::uint64_t taps = udim(w[2]) * udim(w[3]);
+    const std::uint64_t pixels = udim(y[0]) * udim(y[2]) * align_up(y[3], a);
+    if (kernel.kind == isa::KernelKind::DepthwiseConv2d) {
+      return pixels * align_up(y[1], a) * align_up(static_cast<std::int64_t>(taps), a);
+    }
+    const std::int64_t c_per_group = x[1] / p->group, m_per_group = y[1] / p->group;
+    return pixels * udim(p->group) * align_up(m_per_group, a) * align_up(c_per_group, a) * taps;
+  }
+  if (const auto* p = std::get_if<isa::MatMulParams>(&kernel.params)) {
+    const Shape& x = kernel.inputs[0].shape;
+    const Shape& b = p->b.shape;
+    if (x.size() < 2 || b.size() != 2) return 0;
+    std::uint64_t batch = 1;
+    for (std::size_t i = 0; i + 2 < x.size(); ++i) batch *= udim(x[i]);
+    return batch * align_up(x[x.size() - 2], a) * align_up(x[x.size() - 1], a) * align_up(b[1], a);
+  }
+  return 0;
+}
+
+bool is_mac_kernel(isa::KernelKind kind) {
+  return kind == isa::KernelKind::Conv2d || kind == isa::KernelKind::DepthwiseConv2d ||
+         kind == isa::KernelKind::MatMul;
+}
+
+// Bytes of the kernel's inputs and outputs, without the inputs that are constants (addresses
+// below constants_end; pass 0 to count every input).
+std::uint64_t activation_bytes(const isa::Kernel& kernel, std::uint64_t constants_end) {
   std::uint64_t bytes = 0;
-  for (const auto& ref : kernel.inputs) bytes += ref.size_bytes();
+  for (const auto& ref : kernel.inputs) {
+    if (!is_constant(ref, constants_end)) bytes += ref.size_bytes();
+  }
   for (const auto& ref : kernel.outputs) bytes += ref.size_bytes();
   return bytes;
 }
 
-// ceil(work / rate) as an integer count, for work >= 0 and rate > 0.
-std::uint64_t ceil_div(double work, double rate) {
-  return static_cast<std::uint64_t>(std::ceil(work / rate));
+std::uint64_t output_bytes(const isa::Kernel& kernel) {
+  std::uint64_t bytes = 0;
+  for (const auto& ref : kernel.outputs) bytes += ref.size_bytes();
+  return bytes;
+}
+
+KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count,
+                std::uint64_t streamed) {
+  const double pes = static_cast<double>(std::max(pe_count, 1));
+  KernelCost c;
+  c.macs = is_mac_kernel(kernel.kind) ? isa::kernel_macs(kernel) : 0;
+  if (is_mac_kernel(kernel.kind)) {
+    c.aligned_macs = aligned_macs(kernel, config.array_align);
+    c.compute_cycles = cycles_for(static_cast<double>(c.aligned_macs), config.macs_per_cycle_per_pe * pes);
+  }
+  const double traffic = static_cast<double>(activation_bytes(kernel, 0) + kernel_weight_bytes(kernel));
+  c.sram_cycles = cycles_for(traffic, config.sram_bytes_per_cycle_per_pe * pes);
+  c.dram_bytes = streamed;
+  if (streamed > 0) {
+    const double share = static_cast<double>(std::max(pe_count, 1)) /
+                         static_cast<double>(std::max(config.pes_per_card, 1));
+    const double dram_bytes_per_cycle = config.dram_bytes_per_ns / config.clock_ghz * std::min(share, 1.0);
+    c.dram_cycles = cycles_for(static_cast<double>(streamed), dram_bytes_per_cycle);
+  }
+  if (pe_count > 1 && (kernel.kind == isa::KernelKind::Conv2d || kernel.kind == isa::KernelKind::MatMul)) {
+    c.exchange_cycles = cycles_for(static_cast<double>(output_bytes(kernel)), config.fused_exchange_bytes_per_cycle);
+  }
+  c.cycles = config.kernel_overhead_cycles + c.exchange_cycles +
+             std::max({c.compute_cycles, c.sram_cycles, c.dram_cycles});
+  return c;
 }
 
 }  // namespace
 
+std::uint64_t kernel_weight_bytes(const isa::Kernel& kernel) {
+  if (const auto* p = std::get_if<isa::Conv2dParams>(&kernel.params)) {
+    return p->weight.size_bytes() + (p->bias ? p->bias->size_bytes() : 0);
+  }
+  if (const auto* p = std::get_if<isa::MatMulParams>(&kernel.params)) return p->b.size_bytes();
+  return 0;
+}
+
+KernelCost kernel_cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count,
+                       std::uint64_t streamed_weight_bytes) {
+  return cost(config, kernel, pe_count, streamed_weight_bytes);
+}
+
+ProgramCost model_program(const SimConfig& config, const isa::Program& program, int pe_count) {
+  ProgramCost pc;
+  const std::uint64_t constants_end = program.constants.size();
+  for (const auto& k : program.kernels) {
+    pc.weight_bytes += kernel_weight_bytes(k);
+    pc.activation_bytes = std::max(pc.activation_bytes, activation_bytes(k, constants_end));
+  }
+  const std::uint64_t sram = config.sram_bytes_per_pe * static_cast<std::uint64_t>(std::max(pe_count, 1));
+  std::uint64_t budget = sram > pc.activation_bytes ? sram - pc.activation_bytes : 0;
+  pc.kernels.reserve(program.kernels.size());
+  for (const auto& k : program.kernels) {
+    const std::uint64_t w = kernel_weight_bytes(k);
+    std::uint64_t streamed = 0;
+    if (w <= budget) {
+      budget -= w;
+      pc.resident_weight_bytes += w;
+    } else {
+      streamed = w;
+      budget = 0;  // kept in program order: nothing after the first miss is resident
+    }
+    pc.kernels.push_back(cost(config, k, pe_count, streamed));
+    pc.kernel_cycles += pc.kernels.back().cycles;
+    pc.macs += pc.kernels.back().macs;
+  }
+  for (const auto& ref : program.inputs) {
+    pc.load_ns.push_back(dma_duration_ns(config, ref.size_bytes()));
+    pc.dma_bytes_to_device += ref.size_bytes();
+  }
+  for (const auto& ref : program.outputs) {
+    pc.store_ns.push_back(dma_duration_ns(config, ref.size_bytes()));
+    pc.dma_bytes_to_host += ref.size_bytes();
+  }
+  return pc;
+}
+
 std::int64_t dma_duration_ns(const SimConfig& config, std::uint64_t bytes) {
   const double transfer_ns = std::ceil(static_cast<double>(bytes) / config.pcie_bytes_per_ns);
   return config.dma_latency_ns + static_cast<std::int64_t>(transfer_ns);
-}
-
-std::uint64_t kernel_cycles(const SimConfig& config, const isa::Kernel& kernel, int pe_count) {
-  const double pes = static_cast<double>(std::max(pe_count, 1));
-  switch (kernel.kind) {
-    case isa::KernelKind::Conv2d:
-    case isa::KernelKind::DepthwiseConv2d:
-    case isa::KernelKind::MatMul:
-      return config.kernel_overhead_cycles + ceil_div(static_cast<double>(isa::kernel_macs(kernel)),
-                                                      config.macs_per_cycle_per_pe * pes);
-    case isa::KernelKind::MaxPool:
-    case isa::KernelKind::Add:
-    case isa::KernelKind::Reshape:
-    case isa::KernelKind::Requantize:
-    case isa::KernelKind::Concat:
-    case isa::KernelKind::Transpose:
-    case isa::KernelKind::Split:
-    case isa::KernelKind::GlobalAveragePool:
-      return config.kernel_overhead_cycles +
-             ceil_div(static_cast<double>(bytes_touched(kernel)), kVectorBytesPerCyclePerPe * pes);
-  }
-  return config.kernel_overhead_cycles;
 }
 
 std::int64_t cycles_to_ns(const SimConfig& config, std::uint64_t cycles) {

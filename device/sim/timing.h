@@ -1,20 +1,56 @@
-// Private: the simulator's timing model (first, uncalibrated constants; see timing.cpp).
+// Private: the simulator's timing model (formulas and the source of every constant: timing.cpp
+// and docs/timing.md).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "furiosa/device/isa.h"
 #include "furiosa/device/sim.h"
 
 namespace furiosa::device::sim {
 
+/// Modelled cost of one kernel on one device. Cycles at SimConfig::clock_ghz.
+struct KernelCost {
+  std::uint64_t cycles = 0;           ///< overhead + exchange + max(compute, sram, dram)
+  std::uint64_t compute_cycles = 0;   ///< aligned MACs / MAC rate (0 for vector kernels)
+  std::uint64_t sram_cycles = 0;      ///< on-chip traffic / SRAM bandwidth
+  std::uint64_t dram_cycles = 0;      ///< weights streamed from DRAM / the device's DRAM share
+  std::uint64_t exchange_cycles = 0;  ///< fused PE only: output exchange between the PEs
+  std::uint64_t macs = 0;             ///< isa::kernel_macs (useful work)
+  std::uint64_t aligned_macs = 0;     ///< MACs the array performs, channels and width padded
+  std::uint64_t dram_bytes = 0;       ///< weight bytes streamed from DRAM per execution
+};
+
+/// Modelled cost of a program on a device of `pe_count` PEs: made once at load, then used for
+/// every execution (the model depends on shapes only, never on tensor values).
+struct ProgramCost {
+  std::vector<KernelCost> kernels;        ///< one per program kernel, in order
+  std::vector<std::int64_t> load_ns;      ///< one DMA per program input (host -> device)
+  std::vector<std::int64_t> store_ns;     ///< one DMA per program output (device -> host)
+  std::uint64_t weight_bytes = 0;         ///< constants the kernels read (weights, biases)
+  std::uint64_t resident_weight_bytes = 0;  ///< of which kept in SRAM across executions
+  std::uint64_t activation_bytes = 0;     ///< SRAM reserved for activations (largest kernel)
+  std::uint64_t kernel_cycles = 0;        ///< sum of kernels[i].cycles (NPU Run)
+  std::uint64_t macs = 0;                 ///< sum of kernels[i].macs
+  std::uint64_t dma_bytes_to_device = 0;  ///< per execution
+  std::uint64_t dma_bytes_to_host = 0;    ///< per execution
+};
+
+/// Models `program` on a device file of `pe_count` PEs of a card with `config.pes_per_card`.
+ProgramCost model_program(const SimConfig& config, const isa::Program& program, int pe_count);
+
+/// Modelled cost of one kernel; `streamed_weight_bytes` of its weights come from DRAM.
+KernelCost kernel_cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count,
+                       std::uint64_t streamed_weight_bytes);
+
 /// Modelled duration of one DMA transfer of `bytes` between host and device, in ns.
 std::int64_t dma_duration_ns(const SimConfig& config, std::uint64_t bytes);
 
-/// Modelled NPU cycles of one kernel on `pe_count` PEs used together.
-std::uint64_t kernel_cycles(const SimConfig& config, const isa::Kernel& kernel, int pe_count);
-
 /// `cycles` at config.clock_ghz, in ns (rounded up).
 std::int64_t cycles_to_ns(const SimConfig& config, std::uint64_t cycles);
+
+/// Weight bytes (constants) kernel reads: conv weight + bias, matmul B; 0 for other kinds.
+std::uint64_t kernel_weight_bytes(const isa::Kernel& kernel);
 
 }  // namespace furiosa::device::sim

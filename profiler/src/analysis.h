@@ -15,6 +15,8 @@ inline constexpr std::string_view kEnqueueSpan = "Enqueue";
 inline constexpr std::string_view kExecutionSpan = "Execution";
 inline constexpr std::string_view kLoadSpan = "Load";
 inline constexpr std::string_view kStoreSpan = "Store";
+/// The simulator's explicit host overrun after an execution's modelled end (not an operator).
+inline constexpr std::string_view kOverrunSpan = "SimOverrun";
 
 /// True for the runtime's own host operators (Quantize, Dequantize, Lower, Unlower); the other
 /// host spans with an operator_index are external (CPU fallback) operators.

@@ -33,7 +33,7 @@
 //   trace_id (32 hex digits), span_id and parent_span_id (16 hex digits each, as strings: the
 //   64-bit ids would lose precision as JSON numbers in JavaScript viewers), thread.id (number),
 //   and when >= 0: card (NPU spans), pe_index, execution_index, instruction_index,
-//   operator_index, dram_base; flow_id (number) when non-zero.
+//   operator_index, dram_base, cycles; flow_id (number) when non-zero.
 //
 // Flows: the spans sharing a non-zero flow_id (an Enqueue and its Execution) are linked by flow
 // events with "id": flow_id, "cat": "flow", "name": "<first span name>-><last span name>" (e.g.
@@ -202,6 +202,7 @@ json span_args(const SpanRecord& span) {
   if (span.instruction_index >= 0) args["instruction_index"] = span.instruction_index;
   if (span.operator_index >= 0) args["operator_index"] = span.operator_index;
   if (span.dram_base >= 0) args["dram_base"] = span.dram_base;
+  if (span.cycles >= 0) args["cycles"] = span.cycles;
   if (span.flow_id != 0) args["flow_id"] = span.flow_id;
   return args;
 }

@@ -192,7 +192,7 @@ std::vector<NpuOperatorRow> npu_operator_report(const std::vector<SpanRecord>& s
   std::map<std::string, Sum, std::less<>> by_name;
   for (const SpanRecord& s : spans) {
     if (s.cat != Category::NPU || s.name == detail::kExecutionSpan ||
-        s.name == detail::kLoadSpan || s.name == detail::kStoreSpan) {
+        s.name == detail::kLoadSpan || s.name == detail::kStoreSpan || s.name == detail::kOverrunSpan) {
       continue;
     }
     Sum& sum = by_name[s.name];

@@ -105,6 +105,7 @@ SpanRecord span_of(const json& e) {
   r.instruction_index = static_cast<std::int32_t>(int_member(args, "instruction_index", -1));
   r.operator_index = static_cast<std::int32_t>(int_member(args, "operator_index", -1));
   r.dram_base = int_member(args, "dram_base", -1);
+  r.cycles = int_member(args, "cycles", -1);
   const std::int64_t flow = int_member(args, "flow_id", 0);
   r.flow_id = flow > 0 ? static_cast<std::uint64_t>(flow) : 0;
   return r;

@@ -41,8 +41,11 @@ constexpr float kRoundMagic = 12582912.0f;
 // integer bounds [lo, hi] before rounding gives the same result as rounding and then
 // saturating (the bounds are integers), keeps the value small enough for kRoundMagic, and
 // maps NaN to lo (as std::fmax does in the saturating form).
+// Cloned for x86-64-v4 (AVX-512) and AVX2 hosts (picked at load time by the CPU), so the
+// division and the clamps run 16 or 8 lanes wide; each clone computes the same IEEE float
+// operations.
 template <class Q>
-void quantize_block(const float* x, Q* y, std::int64_t n, float scale, std::int32_t zero_point,
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void quantize_block(const float* x, Q* y, std::int64_t n, float scale, std::int32_t zero_point,
                     const std::array<std::int32_t, 2>& range) {
   const float lo = static_cast<float>(range[0] - zero_point);
   const float hi = static_cast<float>(range[1] - zero_point);

@@ -196,15 +196,20 @@ void Session::record_npu_spans(const DeviceSlot& dev, const device::ExecutionTim
   profiler_->record(npu("Load", t.load_start_ns, t.load_end_ns, parent.span_id));
   auto exec = npu("Execution", t.exec_start_ns, t.exec_end_ns, parent.span_id);
   exec.flow_id = flow_id;
+  exec.cycles = static_cast<std::int64_t>(t.kernel_cycles);
   const std::uint64_t exec_id = exec.span_id;
   profiler_->record(std::move(exec));
   for (const auto& k : t.kernels) {
     auto r = npu(std::string(isa::kernel_name(k.kind)), k.start_ns, k.end_ns, exec_id);
     r.operator_index = k.operator_index;
     r.instruction_index = k.instruction_index;
+    r.cycles = static_cast<std::int64_t>(k.cycles);
     profiler_->record(std::move(r));
   }
   profiler_->record(npu("Store", t.store_start_ns, t.store_end_ns, parent.span_id));
+  // The simulator finished computing the execution after its modelled end: the device spans
+  // keep their modelled times and this span shows the host's lateness explicitly.
+  if (t.overrun_ns() > 0) profiler_->record(npu("SimOverrun", t.store_end_ns, t.host_end_ns, parent.span_id));
 }
 
 void Session::run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx) {

@@ -725,6 +725,7 @@ TEST_CASE("Data-movement kernels are timed by the bytes they touch", "[device][s
     INFO("kernel " << k);
     CHECK(t.kernels[k].cycles ==
           config.kernel_overhead_cycles +
-              static_cast<std::uint64_t>(std::ceil(static_cast<double>(touched[k]) / 64.0)));
+              static_cast<std::uint64_t>(std::ceil(static_cast<double>(touched[k]) /
+                                                   config.sram_bytes_per_cycle_per_pe)));
   }
 }

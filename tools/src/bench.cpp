@@ -63,6 +63,15 @@ class Budget {
   bool printed_ = false;
 };
 
+// The figures of a run, as furiosa-run prints them.
+void print_result(const BenchOptions& o, const BenchResult& r) {
+  fmt::print("mode: {}, devices: {}, workers: {}, batch size: {}\n", o.mode, r.devices, o.workers, o.batch_size);
+  fmt::print("queries: {} ({} errors) in {:.3f} s\n", r.queries, r.errors, r.seconds);
+  fmt::print("QPS: {:.1f} (samples/s: {:.1f})\n", r.qps, r.qps * static_cast<double>(o.batch_size));
+  fmt::print("latency (us): min {:.1f}, mean {:.1f}, p50 {:.1f}, p90 {:.1f}, p95 {:.1f}, p99 {:.1f}, p99.9 {:.1f}, max {:.1f}\n",
+             r.min_us, r.mean_us, r.p50_us, r.p90_us, r.p95_us, r.p99_us, r.p999_us, r.max_us);
+}
+
 }  // namespace
 
 BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) {
@@ -158,11 +167,7 @@ BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) 
     r.p99_us = percentile(lat, 0.99);
     r.p999_us = percentile(lat, 0.999);
   }
-  fmt::print("mode: {}, devices: {}, workers: {}, batch size: {}\n", o.mode, r.devices, o.workers, o.batch_size);
-  fmt::print("queries: {} ({} errors) in {:.3f} s\n", r.queries, r.errors, r.seconds);
-  fmt::print("QPS: {:.1f} (samples/s: {:.1f})\n", r.qps, r.qps * static_cast<double>(o.batch_size));
-  fmt::print("latency (us): min {:.1f}, mean {:.1f}, p50 {:.1f}, p90 {:.1f}, p95 {:.1f}, p99 {:.1f}, p99.9 {:.1f}, max {:.1f}\n",
-             r.min_us, r.mean_us, r.p50_us, r.p90_us, r.p95_us, r.p99_us, r.p999_us, r.max_us);
+  if (o.print) print_result(o, r);
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model.string()}, {"mode", o.mode}, {"devices", r.devices},
                         {"workers", o.workers}, {"batch_size", o.batch_size}, {"queries", r.queries},

@@ -23,6 +23,7 @@ struct BenchOptions {
   double duration_s = 0;         ///< stop after this many seconds (0: use queries)
   std::filesystem::path json;    ///< write the figures as JSON here when set
   bool progress = true;          ///< a progress line on stderr for runs longer than a second
+  bool print = true;             ///< print the figures to stdout
   runtime::RunnerOptions base;   ///< profiler, driver, compiler options
 };
 
@@ -36,7 +37,8 @@ struct BenchResult {
   std::string devices;
 };
 
-/// Runs the benchmark with `inputs` (model input order) and prints the figures to stdout.
+/// Runs the benchmark with `inputs` (model input order) and prints the figures to stdout
+/// (unless options.print is false).
 /// Throws furiosa::Error on setup failures; per-query failures are counted in `errors`.
 BenchResult run_bench(const BenchOptions& options, const std::vector<Tensor>& inputs);
 

@@ -49,13 +49,42 @@ struct KernelTiming {
   std::uint64_t cycles = 0;  ///< modelled NPU cycles
 };
 
-/// Timing of one execution: Load (DMA in), Execution (kernels), Store (DMA out).
+/// Timing of one execution: Load (DMA in), Execution (kernels), Store (DMA out), with the
+/// card's perf-register style figures. NPU Total = store_end_ns - load_start_ns, NPU Run =
+/// exec_end_ns - exec_start_ns (the kernels), NPU IoWait = Total - Run (signed: see iowait_ns()).
 struct ExecutionTiming {
   std::int64_t load_start_ns = 0, load_end_ns = 0;
   std::int64_t exec_start_ns = 0, exec_end_ns = 0;
   std::int64_t store_start_ns = 0, store_end_ns = 0;
   std::vector<KernelTiming> kernels;
   std::uint64_t execution_index = 0;  ///< sequence number of the execution on this device
+  std::uint64_t task_cycles = 0;      ///< NPU cycles from Load start to Store end (task execution)
+  std::uint64_t kernel_cycles = 0;    ///< NPU cycles in kernels (tensor execution)
+  std::uint64_t macs = 0;             ///< useful multiply-accumulates of the kernels
+  std::uint64_t peak_macs_per_cycle = 0;  ///< of the device's MAC arrays (all its PEs)
+  std::uint64_t dma_bytes_to_device = 0;
+  std::uint64_t dma_bytes_to_host = 0;
+  /// Simulator only: steady-clock ns at which the host finished simulating the execution
+  /// functionally, 0 when it was not computed on the host. Later than store_end_ns when the host
+  /// was slower than the modelled card (an overrun: the fence was signalled at this time).
+  std::int64_t host_end_ns = 0;
+
+  /// NPU Total in ns.
+  std::int64_t total_ns() const noexcept { return store_end_ns - load_start_ns; }
+  /// NPU Run in ns.
+  std::int64_t run_ns() const noexcept { return exec_end_ns - exec_start_ns; }
+  /// NPU IoWait = Total - Run in ns; signed, never an unsigned wrap-around.
+  std::int64_t iowait_ns() const noexcept { return total_ns() - run_ns(); }
+  /// Fraction of the MAC arrays' peak used during the kernels: macs / (kernel_cycles * peak);
+  /// 0 when there were no kernel cycles.
+  double mac_utilization() const noexcept {
+    const double denom = static_cast<double>(kernel_cycles) * static_cast<double>(peak_macs_per_cycle);
+    return denom > 0 ? static_cast<double>(macs) / denom : 0.0;
+  }
+  /// Host overrun in ns: how much later than the modelled Store end the host finished (0 if not).
+  std::int64_t overrun_ns() const noexcept {
+    return host_end_ns > store_end_ns ? host_end_ns - store_end_ns : 0;
+  }
 };
 
 /// Completion fence of a submitted execution. Signalled exactly once, with success or with the
@@ -97,9 +126,13 @@ class LoadedProgram {
 /// Counters in the spirit of the card's perf registers. Cumulative since open.
 struct DeviceCounters {
   std::uint64_t executions = 0;
-  std::uint64_t cycles = 0;             ///< modelled NPU cycles spent in kernels
+  std::uint64_t cycles = 0;             ///< modelled NPU cycles spent in kernels (tensor execution)
+  std::uint64_t task_cycles = 0;        ///< modelled NPU cycles from Load start to Store end
+  std::uint64_t macs = 0;               ///< useful multiply-accumulates executed
   std::uint64_t dma_bytes_to_device = 0;
   std::uint64_t dma_bytes_to_host = 0;
+  std::uint64_t overruns = 0;           ///< simulator: executions the host finished late
+  std::int64_t overrun_ns = 0;          ///< simulator: sum of their overruns
 };
 
 /// A region of device DRAM.
@@ -109,7 +142,9 @@ struct DeviceBuffer {
 };
 
 /// Exclusive handle on a device file. Closing (destroying) it releases the cores. All member
-/// functions are thread-safe. Executions submitted to one Device run in submission order.
+/// functions are thread-safe. Executions submitted to one Device run in submission order on
+/// the device timeline (a simulator may compute them concurrently on the host, so fences may be
+/// signalled out of order when pacing is off).
 class Device {
  public:
   virtual ~Device() = default;

@@ -2,27 +2,59 @@
 // quantized-operator semantics and attaches modelled device timings.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "furiosa/device/driver.h"
 
 namespace furiosa::device {
 
-/// Shape of the simulated machine and its timing constants. Defaults follow the Warboy figures
-/// of DESIGN.md (one chip = 2 PEs, 2.0 GHz; PCIe Gen4 x8 ~15.75 GB/s per direction).
+/// What the simulator computes for an execution.
+enum class SimMode : std::uint8_t {
+  /// Kernels are computed on the host (outputs are valid) and timed by the model.
+  Functional,
+  /// Kernels are only timed by the model, never computed: an execution costs the host almost
+  /// nothing, so benchmarks of large models run at the modelled card's speed. Output buffers
+  /// are left untouched (their contents are not results).
+  Timing,
+};
+
+/// "functional" / "timing".
+std::string_view sim_mode_name(SimMode mode) noexcept;
+
+/// Shape of the simulated machine and its timing model. Every constant is either a Warboy
+/// figure (DESIGN.md; FuriosaAI's Warboy page: 64 INT8 TOPS per chip, 2 PEs, 32 MB SRAM,
+/// LPDDR4X 66 GB/s, PCIe Gen4 x8), an assumption, or calibrated against MLPerf Inference v2.0
+/// (ResNet-50 v1.5, one Warboy); docs/timing.md says which and how.
 struct SimConfig {
   int cards = 1;
   int pes_per_card = 2;
   std::uint64_t dram_bytes = 1ull << 30;  ///< simulated DRAM per card (real card: 16 GiB)
-  double clock_ghz = 2.0;                 ///< NPU clock
+
+  double clock_ghz = 2.0;                 ///< NPU clock (Warboy: 2.0 GHz)
   double macs_per_cycle_per_pe = 8192.0;  ///< 32 INT8 TOPS per PE / 2 ops per MAC / 2 GHz
+  /// Native size of the MAC array in input channels, output channels and row width: work is
+  /// padded up to multiples of it (DESIGN.md: alignment losses below multiples of 32).
+  std::int64_t array_align = 32;
+  std::uint64_t sram_bytes_per_pe = 16ull << 20;  ///< 32 MB on chip / 2 PEs
+  double sram_bytes_per_cycle_per_pe = 128.0;  ///< on-chip bandwidth (assumption)
+  double dram_bytes_per_ns = 66.0;        ///< LPDDR4X-4266 per card (66 GB/s), shared by its PEs
   double pcie_bytes_per_ns = 15.75;       ///< PCIe Gen4 x8 per direction (15.75 GB/s)
-  std::int64_t dma_latency_ns = 1000;     ///< fixed cost per DMA transfer (calibrated guess)
-  std::uint64_t kernel_overhead_cycles = 200;  ///< fixed per-kernel launch cost (calibrated guess)
+  std::int64_t dma_latency_ns = 1000;     ///< fixed cost per DMA transfer (assumption)
+  std::uint64_t kernel_overhead_cycles = 1000;  ///< per kernel: launch, fill, drain (calibrated)
+  /// Fused PE: after each kernel the PEs exchange their halves of the output over this link
+  /// (bytes per cycle; calibrated).
+  double fused_exchange_bytes_per_cycle = 64.0;
+
   std::size_t queue_capacity = 64;        ///< bounded per-device execution queue
   /// When true (default), a fence is signalled no earlier than the modelled end of its Store,
   /// so host-side latency is never below the modelled device time.
   bool pacing = true;
+  SimMode mode = SimMode::Functional;
+  /// Host threads per device file that run executions. Executions of one device never overlap
+  /// on the modelled timeline, but their functional computation may overlap on the host.
+  int compute_threads = 2;
 };
 
 /// SimConfig defaults, overridden by FURIOSA_SIM_CARDS (0..256) and FURIOSA_SIM_PES_PER_CARD

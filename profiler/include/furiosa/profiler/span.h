@@ -50,6 +50,9 @@ struct SpanRecord {
   std::uint64_t flow_id = 0;
   /// Device DRAM base address of the execution's region for NPU spans; -1 when unknown.
   std::int64_t dram_base = -1;
+  /// Modelled NPU cycles for NPU spans (a kernel: its cycles; an Execution: NPU Run in cycles);
+  /// -1 when not modelled.
+  std::int64_t cycles = -1;
 
   std::int64_t dur_ns() const noexcept { return end_ns - start_ns; }
 };
