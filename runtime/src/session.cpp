@@ -42,7 +42,8 @@ struct Session::DeviceSlot {
 };
 
 /// Host buffers of one inference: dense slots hold Tensors (user inputs and constants are
-/// referenced in place), lowered slots raw bytes.
+/// referenced in place), lowered slots raw bytes. Reused across inferences (Session's pool): a
+/// slot keeps its storage unless its Tensor was handed to the caller as an output.
 struct Session::Buffers {
   explicit Buffers(std::size_t n) : tensors(n), raw(n), ref(n, nullptr) {}
   std::vector<std::optional<Tensor>> tensors;
@@ -53,7 +54,11 @@ struct Session::Buffers {
     const auto& slot = cm.slots[static_cast<std::size_t>(s)];
     const auto i = static_cast<std::size_t>(s);
     if (slot.layout == isa::Layout::Linear) {
-      tensors[i].emplace(slot.dtype, slot.shape);
+      // A moved-from Tensor (an output given to the caller) has lost its storage: make a new one.
+      if (!tensors[i] || tensors[i]->dtype() != slot.dtype || tensors[i]->shape() != slot.shape ||
+          tensors[i]->bytes().size() != slot.size_bytes()) {
+        tensors[i].emplace(slot.dtype, slot.shape);
+      }
       ref[i] = &*tensors[i];
       return tensors[i]->bytes();
     }
@@ -98,6 +103,17 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     devices_.push_back(std::move(slot));
   }
   pool_ = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(config.worker_num));
+  // One set of host buffers per worker, with every intermediate slot allocated now.
+  std::vector<bool> external(compiled_.slots.size(), false);
+  for (int s : compiled_.input_slots) external[static_cast<std::size_t>(s)] = true;
+  for (int s : compiled_.output_slots) external[static_cast<std::size_t>(s)] = true;
+  for (int w = 0; w < config.worker_num; ++w) {
+    auto b = std::make_unique<Buffers>(compiled_.slots.size());
+    for (std::size_t s = 0; s < compiled_.slots.size(); ++s) {
+      if (!external[s] && !compiled_.slots[s].constant) b->writable(compiled_, static_cast<int>(s));
+    }
+    free_buffers_.push_back(std::move(b));
+  }
   spdlog::debug("session ready on {} ({} NPU programs)", device_names(), compiled_.npu_calls.size());
 }
 
@@ -265,8 +281,31 @@ void Session::run_npu(int index, Buffers& b, const profiler::SpanContext& ctx) {
   record_npu_spans(dev, fence->timing(), ctx, flow_id);
 }
 
+std::unique_ptr<Session::Buffers> Session::acquire_buffers() {
+  {
+    std::lock_guard lock(buffers_mu_);
+    if (!free_buffers_.empty()) {
+      auto b = std::move(free_buffers_.back());
+      free_buffers_.pop_back();
+      return b;
+    }
+  }
+  return std::make_unique<Buffers>(compiled_.slots.size());
+}
+
+void Session::release_buffers(std::unique_ptr<Buffers> b) {
+  std::fill(b->ref.begin(), b->ref.end(), nullptr);  // no pointers to the caller's inputs remain
+  std::lock_guard lock(buffers_mu_);
+  free_buffers_.push_back(std::move(b));
+}
+
 std::vector<Tensor> Session::execute(const std::vector<Tensor>& inputs, const profiler::SpanContext& ctx) {
-  Buffers b(compiled_.slots.size());
+  struct Lease {
+    Session& s;
+    std::unique_ptr<Buffers> b;
+    ~Lease() { s.release_buffers(std::move(b)); }
+  } lease{*this, acquire_buffers()};
+  Buffers& b = *lease.b;
   for (std::size_t i = 0; i < inputs.size(); ++i) b.ref[static_cast<std::size_t>(compiled_.input_slots[i])] = &inputs[i];
   for (std::size_t s = 0; s < compiled_.slots.size(); ++s) {
     if (compiled_.slots[s].constant) b.ref[s] = compiled_.slots[s].constant.get();

@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ class Session {
  private:
 
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const profiler::SpanContext& ctx);
+  /// A set of host buffers from the pool (a new one when all are in use); give it back with
+  /// release_buffers().
+  std::unique_ptr<Buffers> acquire_buffers();
+  void release_buffers(std::unique_ptr<Buffers> b);
   DeviceSlot& pick_device();
   void run_npu(int index, Buffers& b, const profiler::SpanContext& ctx);
   void run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx);
@@ -70,6 +75,10 @@ class Session {
   std::shared_ptr<profiler::Profiler> profiler_;
   std::vector<std::unique_ptr<DeviceSlot>> devices_;
   std::unique_ptr<boost::asio::thread_pool> pool_;
+  /// Host buffers of finished inferences, reused so the hot path allocates only the outputs it
+  /// hands to the caller. worker_num sets are made and sized at load.
+  std::mutex buffers_mu_;
+  std::vector<std::unique_ptr<Buffers>> free_buffers_;
 };
 
 }  // namespace furiosa::runtime::detail
