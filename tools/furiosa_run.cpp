@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/tflite_import.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/runner.h"
@@ -283,7 +284,7 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
     // The model's inputs at this batch size (compiled without opening a device).
     compiler::CompilerOptions copts;
     copts.batch_size = a.batch_size;
-    auto cm = compiler::compile(compiler::import_onnx(a.model), copts);
+    auto cm = compiler::compile(compiler::import_model(a.model), copts);
     for (int s : cm.input_slots) {
       const auto& slot = cm.slots[static_cast<std::size_t>(s)];
       model.inputs.push_back({slot.name, slot.dtype, slot.shape, ""});

@@ -16,6 +16,11 @@
 //    as external operators (cpu_ops.h). Lower/Unlower are inserted at segment boundaries where a
 //    lowered tensor's width is not a multiple of 32.
 // Anything else is reported as unsupported, every such node listed in one error.
+//
+// Requantization rule per kernel: the ONNX float rule unless the node carries the fixed-point
+// attributes of graph.h (TFLite models), which become the kernel's `fixed_point` params. A
+// Transpose [0, 3, 1, 2] of an "NHWC" value held on the host (a TFLite image input, or its host
+// Quantize) whose consumers all run on the NPU becomes the host Lower step reading NHWC.
 #include "furiosa/compiler/compiler.h"
 
 #include <fmt/format.h>
@@ -71,7 +76,9 @@ std::vector<std::string> supported_operators() {
       "com.microsoft::QLinearConcat, and MaxPool/Reshape/Flatten/Concat/Transpose/Split/Squeeze/"
       "Unsqueeze on uint8/int8 tensors",
       "QDQ: DequantizeLinear -> data-movement ops -> QuantizeLinear groups run on the NPU",
-      "host: QuantizeLinear, DequantizeLinear (per-tensor and per-axis)"};
+      "host: QuantizeLinear, DequantizeLinear (per-tensor and per-axis)",
+      "TFLite models: the operators of compiler::tflite_supported_operators() map onto the above "
+      "(AVERAGE_POOL_2D runs on the host as furiosa::QuantizedAveragePool)"};
   std::string host = "host external operators:";
   for (const auto& op : cpu_op_list()) host += " " + op;
   out.push_back(host);
@@ -98,6 +105,51 @@ constexpr std::uint64_t kActivationFlag = 1ull << 62;  // marks activation addre
 std::uint64_t align_up(std::uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }
+
+// The fixed-point requantization a node carries (graph.h: fixed_point_multiplier /
+// fixed_point_shift / output_min / output_max), or nullopt for the ONNX float rule. `channels`
+// is the number of output channels (per-channel multipliers), `out` the output dtype.
+std::optional<isa::FixedPointRequant> fixed_point_requant(const Node& n, std::size_t channels, DType out) {
+  if (!n.attributes.count("fixed_point_multiplier")) return std::nullopt;
+  const auto mult = n.attr_ints("fixed_point_multiplier", {});
+  const auto shift = n.attr_ints("fixed_point_shift", {});
+  if (mult.size() != shift.size() || (mult.size() != 1 && mult.size() != channels)) {
+    throw Error(ErrorCode::IncompatibleModel,
+                fmt::format("node '{}' ({}): fixed_point_multiplier/fixed_point_shift must both have 1 or "
+                            "{} values, have {} and {}", n.name, n.qualified_op(), channels, mult.size(),
+                            shift.size()));
+  }
+  isa::FixedPointRequant f;
+  for (std::size_t i = 0; i < mult.size(); ++i) {
+    f.multipliers.push_back({static_cast<std::int32_t>(mult[i]), static_cast<std::int32_t>(shift[i])});
+  }
+  const auto range = isa::quant_range(out);
+  f.out_min = static_cast<std::int32_t>(n.attr_int("output_min", range[0]));
+  f.out_max = static_cast<std::int32_t>(n.attr_int("output_max", range[1]));
+  return f;
+}
+
+// The fixed-point addition a QLinearAdd node carries (graph.h), or nullopt.
+std::optional<isa::FixedPointAdd> fixed_point_add(const Node& n, DType out) {
+  if (!n.attributes.count("fixed_point_multiplier")) return std::nullopt;
+  const auto mult = n.attr_ints("fixed_point_multiplier", {});
+  const auto shift = n.attr_ints("fixed_point_shift", {});
+  if (mult.size() != 3 || shift.size() != 3) {
+    throw Error(ErrorCode::IncompatibleModel,
+                fmt::format("node '{}' ({}): fixed_point_multiplier/fixed_point_shift must have 3 values (a, b, y)",
+                            n.name, n.qualified_op()));
+  }
+  auto qm = [&](std::size_t i) {
+    return isa::QuantizedMultiplier{static_cast<std::int32_t>(mult[i]), static_cast<std::int32_t>(shift[i])};
+  };
+  const auto range = isa::quant_range(out);
+  return isa::FixedPointAdd{.left_shift = static_cast<std::int32_t>(n.attr_int("fixed_point_left_shift", 20)),
+                            .a_mult = qm(0),
+                            .b_mult = qm(1),
+                            .y_mult = qm(2),
+                            .out_min = static_cast<std::int32_t>(n.attr_int("output_min", range[0])),
+                            .out_max = static_cast<std::int32_t>(n.attr_int("output_max", range[1]))};
+}
 
 // Ops that only move elements (and MaxPool, which commutes with monotonic maps).
 bool is_data_movement(const Node& n) {
@@ -151,12 +203,17 @@ class Compiler {
     for (int id : g_.inputs) {
       const Value& v = value(id);
       int s = add_slot(v.name, v.dtype, v.shape, isa::Layout::Linear);
+      out_.slots[static_cast<std::size_t>(s)].format = v.format;
       host_[id] = s;
       out_.input_slots.push_back(s);
     }
     for (std::size_t n = 0; n < g_.nodes.size(); ++n) emit(static_cast<int>(n));
     close_segment();
-    for (int id : g_.outputs) out_.output_slots.push_back(host_value(id));
+    for (int id : g_.outputs) {
+      const int s = host_value(id);
+      if (!value(id).format.empty()) out_.slots[static_cast<std::size_t>(s)].format = value(id).format;
+      out_.output_slots.push_back(s);
+    }
     std::stable_sort(out_.report.entries.begin(), out_.report.entries.end(),
                      [](const auto& a, const auto& b) { return a.operator_index < b.operator_index; });
     return std::move(out_);
@@ -421,6 +478,8 @@ class Compiler {
     for (int qi = 0; qi < original_count; ++qi) {
       const Node& q = g_.nodes[static_cast<std::size_t>(qi)];
       if (dead[static_cast<std::size_t>(qi)] || q.op_type != "QuantizeLinear" || !q.domain.empty()) continue;
+      // A QuantizeLinear with TFLite's rounding (graph.h) keeps its own rule on the host.
+      if (q.attr_string("rounding", "half_to_even") != "half_to_even") continue;
       auto target = qdq_params(q);
       if (!target) continue;
       // Grow the region backwards from the QuantizeLinear's input.
@@ -658,7 +717,14 @@ class Compiler {
   isa::TensorRef device_any(int id, const Node& consumer) {
     if (auto it = dev_.find({id, isa::Layout::Linear}); it != dev_.end()) return it->second;
     if (auto it = dev_.find({id, isa::Layout::LoweredNCHW}); it != dev_.end()) return it->second;
+    if (host_lowered(id)) return device_value(id, isa::Layout::LoweredNCHW, consumer);
     return device_value(id, isa::Layout::Linear, consumer);
+  }
+
+  // True when value `id` is held on the host in the lowered layout (an NHWC Lower's result).
+  bool host_lowered(int id) const {
+    auto it = host_.find(id);
+    return it != host_.end() && out_.slots[static_cast<std::size_t>(it->second)].layout == isa::Layout::LoweredNCHW;
   }
 
   // Value `id` on the device in `layout`: creates program inputs (with host Lower), constants,
@@ -688,6 +754,14 @@ class Compiler {
     // A new program input fed from the host.
     int slot = host_value(id);
     open_segment_if_needed();
+    if (host_lowered(id)) {
+      // Already lowered on the host (NHWC Lower): load it as is, relayout on the NPU if needed.
+      auto r = alloc_activation(v.dtype, v.shape, isa::Layout::LoweredNCHW);
+      prog_.inputs.push_back(r);
+      call_.input_slots.push_back(slot);
+      dev_[{id, isa::Layout::LoweredNCHW}] = r;
+      return layout == isa::Layout::LoweredNCHW ? r : device_value(id, layout, consumer);
+    }
     auto r = alloc_activation(v.dtype, v.shape, layout);
     if (layout == isa::Layout::LoweredNCHW) {
       if (v.shape[3] % isa::kLoweredWidthAlign == 0) {
@@ -764,7 +838,10 @@ class Compiler {
         fix(c->weight);
         if (c->bias) fix(*c->bias);
       }
-      if (auto* m = std::get_if<isa::MatMulParams>(&k.params)) fix(m->b);
+      if (auto* m = std::get_if<isa::MatMulParams>(&k.params)) {
+        fix(m->b);
+        if (m->bias) fix(*m->bias);
+      }
     }
     for (auto& r : prog_.inputs) fix(r);
     for (auto& r : prog_.outputs) fix(r);
@@ -797,6 +874,7 @@ class Compiler {
   void emit(int ni) {
     const Node& n = g_.nodes[static_cast<std::size_t>(ni)];
     const Where where = place(n, nullptr);
+    if (where == Where::Npu && is_nhwc_lower(n)) return emit_nhwc_lower(n);
     if (where == Where::Npu) {
       segment_open_ = true;
       seg_nodes_.insert(ni);
@@ -805,6 +883,41 @@ class Compiler {
     }
     if (where == Where::Host) return emit_qdq(n);
     return emit_external(n);
+  }
+
+  // A Transpose [0, 3, 1, 2] of an "NHWC" value held on the host (not produced by the open NPU
+  // segment) whose result only NPU nodes read: done by the host Lower step reading NHWC.
+  bool is_nhwc_lower(const Node& n) const {
+    if (n.op_type != "Transpose" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const int in = n.inputs[0], out = n.outputs[0];
+    const Value& xv = value(in);
+    if (xv.format != "NHWC" || xv.shape.size() != 4 || n.attr_ints("perm", {}) != std::vector<std::int64_t>{0, 3, 1, 2}) {
+      return false;
+    }
+    if (!host_.count(in) || seg_values_.count(in) || host_lowered(in) || is_graph_output(out)) return false;
+    auto it = consumers_.find(out);
+    if (it == consumers_.end() || it->second.empty()) return false;
+    for (int c : it->second) {
+      if (place(g_.nodes[static_cast<std::size_t>(c)], nullptr) != Where::Npu) return false;
+    }
+    return true;
+  }
+
+  void emit_nhwc_lower(const Node& n) {
+    const Value& yv = value(n.outputs[0]);
+    const int lowered = add_slot(yv.name + ".lowered", yv.dtype, yv.shape, isa::Layout::LoweredNCHW);
+    CpuOp op;
+    op.kind = CpuOpKind::Lower;
+    op.node_name = n.name;
+    op.operator_index = n.index;
+    op.inputs = {host_.at(n.inputs[0])};
+    op.outputs = {lowered};
+    op.channels_last = true;
+    add_cpu_step(std::move(op));
+    host_[n.outputs[0]] = lowered;
+    note_entry(n, "cpu", "Lower", "NHWC -> NCHW transpose done by the host Lower step (NHWC -> lowered NCHW)");
+    out_.report.notes.push_back(fmt::format("Lower of '{}' on the host: NHWC input '{}' is transposed while "
+                                            "lowering", yv.name, value(n.inputs[0]).name));
   }
 
   CpuOp qdq_op(const Node& n, CpuOpKind kind) {
@@ -821,6 +934,12 @@ class Compiler {
     const Shape& xs = value(n.inputs[0]).shape;
     op.axis = n.attr_int("axis", 1);
     if (op.axis < 0) op.axis += static_cast<std::int64_t>(xs.size());
+    const std::string rounding = n.attr_string("rounding", "half_to_even");
+    if (rounding != "half_to_even" && rounding != "half_away_from_zero") {
+      throw Error(ErrorCode::IncompatibleModel,
+                  fmt::format("node '{}' ({}): unknown rounding '{}'", n.name, n.op_type, rounding));
+    }
+    op.round_half_away_from_zero = kind == CpuOpKind::Quantize && rounding == "half_away_from_zero";
     if (op.scales.size() != op.zero_points.size() ||
         (op.scales.size() > 1 && (op.axis < 0 || op.axis >= static_cast<std::int64_t>(xs.size()) ||
                                   xs[static_cast<std::size_t>(op.axis)] != static_cast<std::int64_t>(op.scales.size())))) {
@@ -912,11 +1031,14 @@ class Compiler {
     p.strides = win.strides;
     p.dilations = win.dilations;
     p.group = n.attr_int("group", 1);
+    p.fixed_point = fixed_point_requant(n, m, yv.dtype);
     const bool depthwise = p.group > 1 && p.group == xv.shape[1];
     auto x = device_value(n.inputs[0], isa::Layout::LoweredNCHW, n);
     auto y = alloc_activation(yv.dtype, yv.shape, isa::Layout::LoweredNCHW);
     const auto kind = depthwise ? isa::KernelKind::DepthwiseConv2d : isa::KernelKind::Conv2d;
-    note_entry(n, "npu", std::string(isa::kernel_name(kind)), depthwise ? "depthwise quantized convolution" : "quantized convolution");
+    note_entry(n, "npu", std::string(isa::kernel_name(kind)),
+               fmt::format("{}quantized convolution{}", depthwise ? "depthwise " : "",
+                           p.fixed_point ? " (fixed-point requantization)" : ""));
     push_kernel({.kind = kind, .node_name = n.name, .operator_index = n.index, .inputs = {x}, .outputs = {y},
                  .params = std::move(p)});
     produce(n.outputs[0], y);
@@ -953,11 +1075,22 @@ class Compiler {
                   fmt::format("node '{}' (QLinearMatMul): b_scale/b_zero_point must have 1 or {} values", n.name, cols));
     }
     p.b = add_constant(b, isa::Layout::Linear);
+    if (n.inputs.size() > 8 && n.inputs[8] >= 0) {
+      const Tensor& bias = constant_input(g_, n, 8, "bias");
+      if (bias.dtype() != DType::Int32 || bias.elements() != static_cast<std::int64_t>(cols)) {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("node '{}' (QLinearMatMul): bias must be int32 [{}]", n.name, cols));
+      }
+      p.bias = add_constant(bias, isa::Layout::Linear);
+    }
+    p.fixed_point = fixed_point_requant(n, cols, yv.dtype);
     auto a = device_value(n.inputs[0], isa::Layout::Linear, n);
     auto y = alloc_activation(yv.dtype, yv.shape, isa::Layout::Linear);
     push_kernel({.kind = isa::KernelKind::MatMul, .node_name = n.name, .operator_index = n.index,
                  .inputs = {a}, .outputs = {y}, .params = std::move(p)});
-    note_entry(n, "npu", "LowLevelMatMul", "quantized matrix multiplication with constant B");
+    note_entry(n, "npu", "LowLevelMatMul",
+               fmt::format("quantized matrix multiplication with constant B{}{}", p.bias ? " and bias" : "",
+                           p.fixed_point ? " (fixed-point requantization)" : ""));
     produce(n.outputs[0], y);
   }
 
@@ -972,7 +1105,8 @@ class Compiler {
     auto aq = scalar_quant(g_, n, 1, 2);
     auto bq = scalar_quant(g_, n, 4, 5);
     auto yq = scalar_quant(g_, n, 6, 7);
-    isa::AddParams p{.a = {aq.scale, aq.zero_point}, .b = {bq.scale, bq.zero_point}, .y = {yq.scale, yq.zero_point}};
+    isa::AddParams p{.a = {aq.scale, aq.zero_point}, .b = {bq.scale, bq.zero_point}, .y = {yq.scale, yq.zero_point},
+                     .fixed_point = fixed_point_add(n, yv.dtype)};
     const bool lowered = yv.shape.size() == 4 && av.shape == yv.shape && bv.shape == yv.shape &&
                          (lowered_on_device(n.inputs[0]) || lowered_on_device(n.inputs[3]));
     const auto layout = lowered ? isa::Layout::LoweredNCHW : isa::Layout::Linear;
@@ -984,7 +1118,9 @@ class Compiler {
     auto y = alloc_activation(yv.dtype, yv.shape, layout);
     push_kernel({.kind = isa::KernelKind::Add, .node_name = n.name, .operator_index = n.index,
                  .inputs = {a, b}, .outputs = {y}, .params = p});
-    note_entry(n, "npu", "LowLevelAdd", fmt::format("quantized addition ({} layout)", isa::layout_name(layout)));
+    note_entry(n, "npu", "LowLevelAdd",
+               fmt::format("quantized addition ({} layout{})", isa::layout_name(layout),
+                           p.fixed_point ? ", fixed-point requantization" : ""));
     produce(n.outputs[0], y);
   }
 
@@ -1013,9 +1149,17 @@ class Compiler {
     isa::RequantizeParams p;
     p.x = {std::get<float>(n.attributes.at("x_scale")), static_cast<std::int32_t>(n.attr_int("x_zero_point", 0))};
     p.y = {std::get<float>(n.attributes.at("y_scale")), static_cast<std::int32_t>(n.attr_int("y_zero_point", 0))};
+    const auto table = n.attr_ints("table", {});
+    if (!table.empty() && table.size() != 256) {
+      throw Error(ErrorCode::IncompatibleModel,
+                  fmt::format("node '{}' (furiosa::Requantize): table has {} entries, expected 256", n.name, table.size()));
+    }
+    for (auto v : table) p.table.push_back(static_cast<std::uint8_t>(v));
     push_kernel({.kind = isa::KernelKind::Requantize, .node_name = n.name, .operator_index = n.index,
                  .inputs = {x}, .outputs = {y}, .params = p});
-    note_entry(n, "npu", "LowLevelRequantize", "aligns quantization parameters inside a QDQ region");
+    note_entry(n, "npu", "LowLevelRequantize",
+               table.empty() ? "aligns quantization parameters inside a QDQ region"
+                             : "8-bit element map computed at compile time (requantization or activation clamp)");
     produce(n.outputs[0], y);
   }
 

@@ -1113,6 +1113,64 @@ std::vector<Tensor> run_avgpool(const Ctx& c, const OutInfos& o) {
   return {std::move(ty)};
 }
 
+// furiosa::QuantizedAveragePool: the integer average of 8-bit values over the in-bounds taps of
+// each window, divided with rounding half away from zero, clamped to [output_min, output_max]
+// (TFLite's quantized AVERAGE_POOL_2D reference kernels: the raw stored values are averaged, the
+// input and output share their quantization).
+std::string check_qavgpool(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.in(0, "X", kQ8);
+  if (ch.reason.empty()) ch.reason = check_window_attrs(n, true);
+  ch.require(n.attr_ints("kernel_shape", {}).size() == 2, "2-D pooling only (kernel_shape has 2 values)");
+  ch.require(n.attr_ints("dilations", {1, 1}) == std::vector<std::int64_t>{1, 1}, "dilations must be 1");
+  ch.require(n.attr_int("ceil_mode", 0) == 0, "ceil_mode must be 0");
+  return ch.reason;
+}
+OutInfos infer_qavgpool(const Ctx& c) {
+  const Shape& x = c.shape(0, "X");
+  if (x.size() != 4) c.bad(fmt::format("input {} must be [N, C, H, W]", shape_to_string(x)));
+  return {{c.dtype(0, "X"), window_out_shape(x, x[1], pool_geom(c, x))}};
+}
+std::vector<Tensor> run_qavgpool(const Ctx& c, const OutInfos& o) {
+  const Tensor& tx = c.t(0);
+  const Geom g = pool_geom(c, tx.shape());
+  Tensor ty(o[0].first, o[0].second);
+  const auto [qmin, qmax] = tx.dtype() == DType::UInt8 ? std::array<std::int64_t, 2>{0, 255}
+                                                       : std::array<std::int64_t, 2>{-128, 127};
+  const std::int64_t lo = c.node.attr_int("output_min", qmin), hi = c.node.attr_int("output_max", qmax);
+  if (lo < qmin || hi > qmax || lo > hi) {
+    c.bad(fmt::format("output range [{}, {}] is not inside the {} range", lo, hi, dtype_name(tx.dtype())));
+  }
+  const std::int64_t planes = tx.shape()[0] * tx.shape()[1];
+  visit_dtype(tx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>) {
+      const T* x = tx.as<T>().data();
+      T* y = ty.as<T>().data();
+      for (std::int64_t p = 0; p < planes; ++p) {
+        const T* xp = x + p * g.h * g.w;
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          const std::int64_t h0 = std::max<std::int64_t>(0, oh * g.sh - g.pt);
+          const std::int64_t h1 = std::min<std::int64_t>(g.h, oh * g.sh - g.pt + g.kh);
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            const std::int64_t w0 = std::max<std::int64_t>(0, ow * g.sw - g.pl);
+            const std::int64_t w1 = std::min<std::int64_t>(g.w, ow * g.sw - g.pl + g.kw);
+            std::int64_t sum = 0;
+            for (std::int64_t ih = h0; ih < h1; ++ih) {
+              for (std::int64_t iw = w0; iw < w1; ++iw) sum += xp[ih * g.w + iw];
+            }
+            const std::int64_t count = std::max<std::int64_t>(0, h1 - h0) * std::max<std::int64_t>(0, w1 - w0);
+            std::int64_t avg = 0;
+            if (count > 0) avg = sum >= 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+            y[p * g.oh * g.ow + oh * g.ow + ow] = static_cast<T>(std::clamp(avg, lo, hi));
+          }
+        }
+      }
+    }
+  });
+  return {std::move(ty)};
+}
+
 OutInfos infer_global_avgpool(const Ctx& c) {
   const Shape& x = c.shape(0, "X");
   if (x.size() < 2) c.bad(fmt::format("input {} must be [N, C, ...]", shape_to_string(x)));
@@ -1872,7 +1930,22 @@ const std::vector<OpDef>& op_table() {
   return table;
 }
 
+// Operators of the "furiosa" domain that importers emit (not ONNX operators, so not part of
+// cpu_op_list(), which the ONNX conformance tests enumerate).
+const std::vector<OpDef>& furiosa_op_table() {
+  static const std::vector<OpDef> table = {
+      {"QuantizedAveragePool", 1, 1, 1, check_qavgpool, infer_qavgpool, run_qavgpool},
+  };
+  return table;
+}
+
 const OpDef* find_op(const Node& node) {
+  if (node.domain == "furiosa") {
+    for (const auto& op : furiosa_op_table()) {
+      if (op.name == node.op_type) return &op;
+    }
+    return nullptr;
+  }
   if (!node.domain.empty() && node.domain != "ai.onnx") return nullptr;
   for (const auto& op : op_table()) {
     if (op.name == node.op_type) return &op;

@@ -16,6 +16,11 @@
 // fast::MatMulPlan): once per program by prepare_program() when the simulator loads it, or per
 // call for kernels run without a PreparedProgram. An input that overlaps the kernel's output is
 // read from a per-thread snapshot, as if read completely before the output is written.
+//
+// Kernels with the fixed-point requantization rule (a `fixed_point` value in their params, isa.h;
+// TFLite models) and matmuls with a bias run on the portable code only: prepare_program makes no
+// plan for them and the per-call fast path is skipped (fast_conv_fits / fast_matmul_fits /
+// add()'s fast_add are false for them), so their results never depend on the CPU.
 #include "kernels.h"
 
 #include <fmt/format.h>
@@ -136,6 +141,34 @@ void require_per_channel_size(std::size_t size, std::int64_t channels, std::stri
   if (size != 1 && static_cast<std::int64_t>(size) != channels) {
     fault("{} has {} values; expected 1 or {}", what, size, channels);
   }
+}
+
+// Throws unless `m` is a valid fixed-point multiplier (isa::QuantizedMultiplier's domain).
+void require_multiplier(const isa::QuantizedMultiplier& m, std::string_view what) {
+  const bool significand_ok = m.multiplier == 0 || m.multiplier >= (std::int32_t{1} << 30);
+  if (!significand_ok || m.shift < -31 || m.shift > 30) {
+    fault("{} (multiplier {}, shift {}) is not a fixed-point multiplier: multiplier must be 0 or in "
+          "[2^30, 2^31), shift in [-31, 30]", what, m.multiplier, m.shift);
+  }
+}
+
+// Throws unless [out_min, out_max] is a non-empty range inside `dtype`'s range.
+void require_output_range(std::int32_t out_min, std::int32_t out_max, DType dtype) {
+  const auto [lo, hi] = isa::quant_range(dtype);
+  if (out_min < lo || out_max > hi || out_min > out_max) {
+    fault("output range [{}, {}] must be a non-empty range inside the {} range [{}, {}]", out_min,
+          out_max, dtype_name(dtype), lo, hi);
+  }
+}
+
+// Validates a FixedPointRequant of a kernel with `channels` output channels and output `dtype`.
+void require_fixed_point(const isa::FixedPointRequant& f, std::int64_t channels, DType dtype) {
+  if (f.multipliers.empty()) fault("fixed-point requantization has no multipliers");
+  require_per_channel_size(f.multipliers.size(), channels, "fixed-point multipliers");
+  for (std::size_t i = 0; i < f.multipliers.size(); ++i) {
+    require_multiplier(f.multipliers[i], fmt::format("fixed-point multiplier {}", i));
+  }
+  require_output_range(f.out_min, f.out_max, dtype);
 }
 
 // Reads one uint8 (or int8 when `is_signed`) element as int32. Storage is read as unsigned char
@@ -259,7 +292,8 @@ struct ConvDesc {
   const std::byte* wptr = nullptr;
   DType w_dtype = DType::Int8;
   std::vector<std::uint32_t> bias;
-  std::vector<float> mult;
+  std::vector<float> mult;                         // float rule
+  std::vector<isa::QuantizedMultiplier> fixed;     // fixed-point rule: one per output channel
 };
 
 // Validates a convolution kernel in a region of `region_size` bytes whose constant operands are
@@ -321,12 +355,20 @@ ConvDesc validate_conv(const isa::Kernel& kernel, bool depthwise, std::uint64_t 
       d.bias[static_cast<std::size_t>(m)] = static_cast<std::uint32_t>(b);
     }
   }
-  d.mult.resize(static_cast<std::size_t>(M));
-  for (std::int64_t m = 0; m < M; ++m) {
-    const float w_scale = p.w_scale[p.w_scale.size() == 1 ? 0 : static_cast<std::size_t>(m)];
-    const float value = (p.x.scale * w_scale) / p.y.scale;
-    if (!std::isfinite(value)) fault("requantization multiplier of channel {} is not finite", m);
-    d.mult[static_cast<std::size_t>(m)] = value;
+  if (p.fixed_point) {
+    require_fixed_point(*p.fixed_point, M, y.dtype);
+    const auto& mults = p.fixed_point->multipliers;
+    for (std::int64_t m = 0; m < M; ++m) {
+      d.fixed.push_back(mults[mults.size() == 1 ? 0 : static_cast<std::size_t>(m)]);
+    }
+  } else {
+    d.mult.resize(static_cast<std::size_t>(M));
+    for (std::int64_t m = 0; m < M; ++m) {
+      const float w_scale = p.w_scale[p.w_scale.size() == 1 ? 0 : static_cast<std::size_t>(m)];
+      const float value = (p.x.scale * w_scale) / p.y.scale;
+      if (!std::isfinite(value)) fault("requantization multiplier of channel {} is not finite", m);
+      d.mult[static_cast<std::size_t>(m)] = value;
+    }
   }
   d.wptr = read_at(mem, wref);
   d.w_dtype = wref.dtype;
@@ -433,6 +475,20 @@ void conv2d_generic(const ConvDesc& d, std::span<std::byte> region, const isa::K
         }
       }
       // Requantization epilogue.
+      if (p.fixed_point) {
+        const isa::QuantizedMultiplier fm = d.fixed[static_cast<std::size_t>(m)];
+        const std::int32_t lo = p.fixed_point->out_min, hi = p.fixed_point->out_max;
+        for (std::int64_t oh = 0; oh < OH; ++oh) {
+          std::byte* out = y.row(n, m, oh);
+          const std::uint32_t* ar = acc.data() + oh * OW;
+          for (std::int64_t ow = 0; ow < OW; ++ow) {
+            store8(out + ow, isa::requantize_fixed_point(static_cast<std::int32_t>(ar[ow]), fm,
+                                                         p.y.zero_point, lo, hi));
+          }
+          y.clear_padding(out);
+        }
+        continue;
+      }
       const float mm = mult[static_cast<std::size_t>(m)];
       for (std::int64_t oh = 0; oh < OH; ++oh) {
         std::byte* out = y.row(n, m, oh);
@@ -454,9 +510,11 @@ std::int32_t pack4(const std::int32_t b[4]) {
   return static_cast<std::int32_t>(w);
 }
 
-// True when the fast convolution handles `d` (everything with a non-empty output).
+// True when the fast convolution handles `d`: the float requantization rule and a non-empty
+// output (fixed-point kernels run on the portable code only).
 bool fast_conv_fits(const ConvDesc& d) {
-  return d.N > 0 && d.C > 0 && d.H > 0 && d.W > 0 && d.M > 0 && d.OH > 0 && d.OW > 0;
+  return !d.p->fixed_point && d.N > 0 && d.C > 0 && d.H > 0 && d.W > 0 && d.M > 0 && d.OH > 0 &&
+         d.OW > 0;
 }
 
 // Packs a validated convolution for the fast kernels (fast_kernels.h describes the domains).
@@ -654,7 +712,9 @@ struct MatMulDesc {
   const isa::MatMulParams* p = nullptr;
   std::int64_t batch = 1, M = 0, K = 0, N = 0;
   const std::byte* bptr = nullptr;
-  std::vector<float> mult;
+  std::vector<float> mult;                      // float rule
+  std::vector<isa::QuantizedMultiplier> fixed;  // fixed-point rule: one per column
+  std::vector<std::uint32_t> bias;              // per column (zeros without a bias), wrapped
 };
 
 // Validates a matmul kernel (see validate_conv for `region_size` and `mem`).
@@ -692,12 +752,34 @@ MatMulDesc validate_matmul(const isa::Kernel& kernel, std::uint64_t region_size,
   require_zero_point(p.a.zero_point, aref.dtype, "a_zero_point");
   require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
   for (std::int32_t zp : p.b_zero_point) require_zero_point(zp, p.b.dtype, "b_zero_point");
-  d.mult.resize(static_cast<std::size_t>(N));
-  for (std::int64_t n = 0; n < N; ++n) {
-    const float b_scale = p.b_scale[p.b_scale.size() == 1 ? 0 : static_cast<std::size_t>(n)];
-    const float value = (p.a.scale * b_scale) / p.y.scale;
-    if (!std::isfinite(value)) fault("requantization multiplier of column {} is not finite", n);
-    d.mult[static_cast<std::size_t>(n)] = value;
+  if (p.fixed_point) {
+    require_fixed_point(*p.fixed_point, N, yref.dtype);
+    const auto& mults = p.fixed_point->multipliers;
+    for (std::int64_t n = 0; n < N; ++n) {
+      d.fixed.push_back(mults[mults.size() == 1 ? 0 : static_cast<std::size_t>(n)]);
+    }
+  } else {
+    d.mult.resize(static_cast<std::size_t>(N));
+    for (std::int64_t n = 0; n < N; ++n) {
+      const float b_scale = p.b_scale[p.b_scale.size() == 1 ? 0 : static_cast<std::size_t>(n)];
+      const float value = (p.a.scale * b_scale) / p.y.scale;
+      if (!std::isfinite(value)) fault("requantization multiplier of column {} is not finite", n);
+      d.mult[static_cast<std::size_t>(n)] = value;
+    }
+  }
+  d.bias.assign(static_cast<std::size_t>(N), 0);
+  if (p.bias) {
+    check_located(region_size, *p.bias, "bias");
+    require_linear(*p.bias, "bias");
+    if (p.bias->dtype != DType::Int32 || p.bias->shape != Shape{N}) {
+      fault("{} must be int32 of shape [{}]", describe("bias", *p.bias), N);
+    }
+    const std::byte* bias_ptr = read_at(mem, *p.bias);
+    for (std::int64_t n = 0; n < N; ++n) {
+      std::int32_t b;
+      std::memcpy(&b, bias_ptr + n * 4, 4);
+      d.bias[static_cast<std::size_t>(n)] = static_cast<std::uint32_t>(b);
+    }
   }
   d.bptr = read_at(mem, p.b);
   for (std::size_t i = 0; i + 2 < rank; ++i) d.batch *= aref.shape[i];
@@ -738,18 +820,27 @@ void matmul_generic(const MatMulDesc& d, const isa::Kernel& kernel, std::span<st
     std::byte* yrow = yptr + row * N;
     for (std::int64_t n = 0; n < N; ++n) {
       const std::int16_t* bn = bq.data() + n * K;
-      std::uint32_t acc = 0;
+      std::uint32_t acc = d.bias[static_cast<std::size_t>(n)];
       for (std::int64_t k = 0; k < K; ++k) {
         acc += static_cast<std::uint32_t>(std::int32_t{aq[static_cast<std::size_t>(k)]} * bn[k]);
       }
-      store8(yrow + n,
-             isa::requantize(static_cast<std::int32_t>(acc), d.mult[static_cast<std::size_t>(n)],
-                             p.y.zero_point, qmin, qmax));
+      if (p.fixed_point) {
+        store8(yrow + n, isa::requantize_fixed_point(
+                             static_cast<std::int32_t>(acc), d.fixed[static_cast<std::size_t>(n)],
+                             p.y.zero_point, p.fixed_point->out_min, p.fixed_point->out_max));
+      } else {
+        store8(yrow + n,
+               isa::requantize(static_cast<std::int32_t>(acc), d.mult[static_cast<std::size_t>(n)],
+                               p.y.zero_point, qmin, qmax));
+      }
     }
   }
 }
 
-bool fast_matmul_fits(const MatMulDesc& d) { return d.batch * d.M > 0 && d.N > 0; }
+// True when the fast matmul handles `d`: the float rule without a bias and a non-empty output.
+bool fast_matmul_fits(const MatMulDesc& d) {
+  return !d.p->fixed_point && !d.p->bias && d.batch * d.M > 0 && d.N > 0;
+}
 
 // Packs a validated matmul for the fast kernel.
 std::shared_ptr<const fast::MatMulPlan> make_matmul_plan(const MatMulDesc& d,
@@ -836,6 +927,17 @@ std::vector<std::int64_t> broadcast_strides(const TensorRef& ref, const Shape& o
   return strides;
 }
 
+// One element of the fixed-point LowLevelAdd (isa::FixedPointAdd; TFLite AddElementwise).
+inline std::int32_t fixed_point_add(std::int32_t a, std::int32_t b, const isa::AddParams& p,
+                                    const isa::FixedPointAdd& f) {
+  const std::int32_t sa = isa::multiply_by_quantized_multiplier(
+      (a - p.a.zero_point) * (std::int32_t{1} << f.left_shift), f.a_mult);
+  const std::int32_t sb = isa::multiply_by_quantized_multiplier(
+      (b - p.b.zero_point) * (std::int32_t{1} << f.left_shift), f.b_mult);
+  const std::int32_t v = isa::multiply_by_quantized_multiplier(sa + sb, f.y_mult) + p.y.zero_point;
+  return std::clamp(v, f.out_min, f.out_max);
+}
+
 // LowLevelAdd (com.microsoft QLinearAdd) with numpy-style broadcasting of equal-rank operands.
 void add(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::AddParams>(kernel);
@@ -866,6 +968,17 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
   require_zero_point(p.a.zero_point, aref.dtype, "a_zero_point");
   require_zero_point(p.b.zero_point, bref.dtype, "b_zero_point");
   require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
+  if (p.fixed_point) {
+    const isa::FixedPointAdd& f = *p.fixed_point;
+    if (f.left_shift < 0 || f.left_shift > 22) {
+      fault("fixed-point left_shift {} must be in [0, 22] (8-bit operands times 2^left_shift "
+            "must fit int32)", f.left_shift);
+    }
+    require_multiplier(f.a_mult, "fixed-point multiplier of a");
+    require_multiplier(f.b_mult, "fixed-point multiplier of b");
+    require_multiplier(f.y_mult, "fixed-point multiplier of y");
+    require_output_range(f.out_min, f.out_max, yref.dtype);
+  }
   if (element_count(out) == 0) return;
 
   std::vector<std::int64_t> sa = broadcast_strides(aref, out);
@@ -890,7 +1003,8 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
                                                            sa == sy)) &&
                                 (!overlaps(bref, yref) || (bref.address == yref.address &&
                                                            sb == sy));
-  const bool fast_add = use_fast() && ia == 1 && ib == 1 && iy == 1 && same_or_disjoint;
+  const bool fast_add =
+      use_fast() && !p.fixed_point && ia == 1 && ib == 1 && iy == 1 && same_or_disjoint;
   const fast::AddParamsF fast_params{p.a.scale,      p.b.scale,      p.y.scale, p.a.zero_point,
                                      p.b.zero_point, p.y.zero_point, qmin,      qmax,
                                      a_signed,       b_signed};
@@ -925,6 +1039,12 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
     std::byte* py = yptr + oy;
     if (fast_add) {
       fast::add_run(fast_params, pa, pb, py, inner);
+    } else if (p.fixed_point) {
+      const isa::FixedPointAdd& f = *p.fixed_point;
+      for (std::int64_t i = 0; i < inner; ++i) {
+        store8(py + i * iy, fixed_point_add(load8(pa + i * ia, a_signed), load8(pb + i * ib, b_signed),
+                                            p, f));
+      }
     } else {
       for (std::int64_t i = 0; i < inner; ++i) {
         store8(py + i * iy, qlinear_add(load8(pa + i * ia, a_signed), p.a,
@@ -1415,7 +1535,8 @@ void transpose(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
-// LowLevelRequantize: DequantizeLinear then QuantizeLinear in float32, element for element.
+// LowLevelRequantize: DequantizeLinear then QuantizeLinear in float32, element for element, or
+// the 256-entry table the compiler computed (RequantizeParams::table).
 // Every 8-bit input value maps to one output value, so the formula is evaluated once per
 // possible input value into a table and the copy maps elements through it.
 void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
@@ -1435,10 +1556,14 @@ void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
   require_zero_point(p.x.zero_point, xref.dtype, "x_zero_point");
   require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
 
+  if (!p.table.empty() && p.table.size() != 256) {
+    fault("requantization table has {} entries; expected 0 or 256", p.table.size());
+  }
   const auto [qmin, qmax] = isa::quant_range(yref.dtype);
   const bool x_signed = xref.dtype == DType::Int8;
   std::array<std::uint8_t, 256> lut{};
-  for (unsigned byte = 0; byte < 256; ++byte) {
+  if (!p.table.empty()) std::copy(p.table.begin(), p.table.end(), lut.begin());
+  for (unsigned byte = 0; byte < 256 && p.table.empty(); ++byte) {
     const auto u = static_cast<std::uint8_t>(byte);
     const std::int32_t x = x_signed ? std::int32_t{static_cast<std::int8_t>(u)} : std::int32_t{u};
     const float f = static_cast<float>(x - p.x.zero_point) * p.x.scale;

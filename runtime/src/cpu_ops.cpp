@@ -1,7 +1,9 @@
 // CPU operators. Quantize/Dequantize follow the ONNX QuantizeLinear/DequantizeLinear spec:
 // y = saturate(round_half_to_even(x / scale) + zero_point), x = (y - zero_point) * scale, with
-// per-tensor or per-axis parameters. Lower/Unlower convert between dense NCHW and the lowered
-// layout of isa.h (rows padded to 32 elements).
+// per-tensor or per-axis parameters; a Quantize of a TFLite model rounds half away from zero
+// instead (TFLite's QUANTIZE uses std::round). Lower/Unlower convert between dense NCHW and the
+// lowered layout of isa.h (rows padded to 32 elements); a channels_last Lower reads dense NHWC
+// (a TFLite image input) and transposes while lowering.
 #include "cpu_ops.h"
 
 #include <fmt/format.h>
@@ -58,6 +60,24 @@ __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void quantiz
   }
 }
 
+// Same with rounding half away from zero (std::round), branch-free: |v - trunc(v)| is exact for
+// the clamped magnitudes (< 2^22), and a fraction of at least one half rounds away from zero.
+template <class Q>
+void quantize_block_away(const float* x, Q* y, std::int64_t n, float scale, std::int32_t zero_point,
+                         const std::array<std::int32_t, 2>& range) {
+  const float lo = static_cast<float>(range[0] - zero_point);
+  const float hi = static_cast<float>(range[1] - zero_point);
+  for (std::int64_t i = 0; i < n; ++i) {
+    float v = x[i] / scale;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    const float t = std::trunc(v);
+    const float frac = v - t;
+    v = t + (frac >= 0.5f ? 1.0f : 0.0f) - (frac <= -0.5f ? 1.0f : 0.0f);
+    y[i] = static_cast<Q>(static_cast<std::int32_t>(v) + zero_point);
+  }
+}
+
 template <class Q>
 void quantize(const compiler::CpuOp& op, const Shape& shape, const float* x, Q* y) {
   const auto range = isa::quant_range(std::is_same_v<Q, std::uint8_t> ? DType::UInt8 : DType::Int8);
@@ -66,7 +86,11 @@ void quantize(const compiler::CpuOp& op, const Shape& shape, const float* x, Q* 
   const std::int64_t block = idx.per_axis ? idx.inner : n;
   for (std::int64_t i = 0; i < n; i += block) {
     const std::size_t c = idx(i);
-    quantize_block(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], range);
+    if (op.round_half_away_from_zero) {
+      quantize_block_away(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], range);
+    } else {
+      quantize_block(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], range);
+    }
   }
 }
 
@@ -94,6 +118,28 @@ void relayout(const Shape& s, std::size_t es, std::span<const std::byte> in, std
   }
 }
 
+// Dense NHWC [N, H, W, C] -> LoweredNCHW [N, C, H, W] (row padding zeroed), elements of `es`
+// bytes: a transpose fused into the Lower step.
+void lower_nhwc(const Shape& nhwc, std::size_t es, std::span<const std::byte> in, std::span<std::byte> out) {
+  const std::int64_t N = nhwc[0], H = nhwc[1], W = nhwc[2], C = nhwc[3], wp = isa::padded_width(W);
+  std::memset(out.data(), 0, out.size());
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t c = 0; c < C; ++c) {
+      for (std::int64_t h = 0; h < H; ++h) {
+        std::byte* dst = out.data() + static_cast<std::size_t>(((n * C + c) * H + h) * wp) * es;
+        const std::byte* src = in.data() + static_cast<std::size_t>(((n * H + h) * W) * C + c) * es;
+        if (es == 1) {
+          for (std::int64_t w = 0; w < W; ++w) dst[w] = src[w * C];
+        } else {
+          for (std::int64_t w = 0; w < W; ++w) {
+            std::memcpy(dst + static_cast<std::size_t>(w) * es, src + static_cast<std::size_t>(w * C) * es, es);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void run_cpu_op(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
@@ -118,6 +164,13 @@ void run_cpu_op(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
       }
     }
     case compiler::CpuOpKind::Lower:
+      if (op.channels_last) {
+        if (s.size() != 4 || out_slot.shape != Shape{s[0], s[3], s[1], s[2]}) {
+          throw Error(ErrorCode::Internal, "Lower: an NHWC input must be 4-D and the output its NCHW transpose");
+        }
+        lower_nhwc(s, dtype_size(in_slot.dtype), in, out);
+        return;
+      }
       relayout(s, dtype_size(in_slot.dtype), in, out, true);
       return;
     case compiler::CpuOpKind::Unlower:

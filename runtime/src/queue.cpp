@@ -12,7 +12,8 @@
 #include <deque>
 #include <mutex>
 
-#include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/tflite_import.h"
+#include "model_desc.h"
 #include "session.h"
 
 namespace furiosa::runtime {
@@ -42,6 +43,7 @@ struct Mailbox {
 struct QueueState {
   std::shared_ptr<Mailbox> mailbox;
   std::unique_ptr<Session> session;
+  Model model;  // the session's, with the compiler's recorded formats
 };
 
 }  // namespace detail
@@ -59,7 +61,7 @@ Submitter& Submitter::operator=(Submitter&& other) noexcept {
   return *this;
 }
 
-const Model& Submitter::model() const { return state_->session->model(); }
+const Model& Submitter::model() const { return state_->model; }
 
 void Submitter::submit(std::vector<Tensor> inputs, std::any context) {
   auto& box = *state_->mailbox;
@@ -153,11 +155,12 @@ std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOp
   state->session = std::make_unique<detail::Session>(
       std::move(graph), detail::SessionConfig{options.device, options.worker_num, options.batch_size,
                                               options.compiler_config, options.profiler, options.driver});
+  state->model = detail::with_recorded_formats(state->session->model(), state->session->compiled());
   return {Submitter(state), Receiver(state)};
 }
 
 std::pair<Submitter, Receiver> create_queue(const std::filesystem::path& model, const QueueOptions& options) {
-  return create_queue(compiler::import_onnx(model), options);
+  return create_queue(compiler::import_model(model), options);
 }
 
 }  // namespace furiosa::runtime

@@ -14,8 +14,9 @@
 #include <future>
 #include <optional>
 
+#include "model_desc.h"
 #include "session.h"
-#include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/tflite_import.h"
 
 namespace furiosa::runtime {
 
@@ -36,12 +37,13 @@ std::string TensorDesc::to_string() const {
 
 struct Runner::Impl {
   std::unique_ptr<detail::Session> session;
+  Model model;  // the session's, with the compiler's recorded formats (NHWC for TFLite images)
 };
 
 Runner::Runner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runner::~Runner() = default;
 
-const Model& Runner::model() const noexcept { return impl_->session->model(); }
+const Model& Runner::model() const noexcept { return impl_->model; }
 std::string Runner::device_name() const { return impl_->session->device_names(); }
 const compiler::PartitionReport& Runner::partition_report() const noexcept { return impl_->session->compiled().report; }
 const compiler::CompiledModel& Runner::compiled() const noexcept { return impl_->session->compiled(); }
@@ -105,11 +107,12 @@ std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions
   impl->session = std::make_unique<detail::Session>(
       std::move(graph), detail::SessionConfig{options.device, options.worker_num, options.batch_size,
                                               options.compiler_config, options.profiler, options.driver});
+  impl->model = detail::with_recorded_formats(impl->session->model(), impl->session->compiled());
   return std::make_unique<Runner>(std::move(impl));
 }
 
 std::unique_ptr<Runner> create_runner(const std::filesystem::path& path, const RunnerOptions& options) {
-  return create_runner(compiler::import_onnx(path), options);
+  return create_runner(compiler::import_model(path), options);
 }
 
 }  // namespace furiosa::runtime

@@ -1,5 +1,5 @@
-// furiosa-run end to end: the issue's command line on mnist-12-int8, and bad input giving one
-// clear line on stderr with a non-zero exit code.
+// furiosa-run end to end: the issue's command line on mnist-12-int8, a uint8 TFLite model, and
+// bad input giving one clear line on stderr with a non-zero exit code.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
@@ -74,6 +74,23 @@ TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[too
   std::ifstream f(tmp / "trace.json");
   const auto j = nlohmann::json::parse(f);
   CHECK(j["traceEvents"].size() > 10);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("furiosa-run runs a uint8 TFLite model with its NHWC input", "[tools][model][tflite]") {
+  const auto dir = test::shared_model("furiosa-sdk/MNISTnet_uint8_quant");
+  const fs::path tmp = scratch();
+  const auto r = furiosa_run(fmt::format("'{}' --input 'input={}' --output-dir '{}'",
+                                         (dir / "MNISTnet_uint8_quant.tflite").string(),
+                                         (dir / "test_data_set_0/input_0.pb").string(), (tmp / "out").string()),
+                             tmp);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("input: uint8 [1, 28, 28, 1] NHWC"));
+  CHECK_THAT(r.out, Catch::Contains("MNISTnet/Predictions/Reshape_1: uint8 [1, 10] NC"));
+  CHECK_THAT(r.out, Catch::Contains("top-5: 1 ("));  // set 0 is the digit 1
+  const Tensor out = runtime::read_npy(tmp / "out/MNISTnet_Predictions_Reshape_1.npy");
+  CHECK(test::argmax(out) == 1);
   fs::remove_all(tmp);
 }
 

@@ -29,6 +29,9 @@ struct HostSlot {
   isa::Layout layout = isa::Layout::Linear;
   /// Set for constant operands of host operators; the runtime reads it in place.
   std::shared_ptr<const Tensor> constant;
+  /// Axis naming of a model input or output whose dims are not NCHW ("NHWC" for TFLite image
+  /// tensors; Value::format); empty for the default naming by rank.
+  std::string format = {};
 
   /// Bytes of the buffer in its layout.
   std::uint64_t size_bytes() const noexcept;
@@ -38,7 +41,7 @@ struct HostSlot {
 enum class CpuOpKind : std::uint8_t {
   Quantize,    ///< float -> uint8/int8, ONNX QuantizeLinear: saturate(rint(x / scale) + zp)
   Dequantize,  ///< uint8/int8/int32 -> float, ONNX DequantizeLinear: (x - zp) * scale
-  Lower,       ///< dense NCHW -> LoweredNCHW (rows padded to 32 elements)
+  Lower,       ///< dense NCHW (or NHWC, see CpuOp::channels_last) -> LoweredNCHW (rows padded to 32 elements)
   Unlower,     ///< LoweredNCHW -> dense NCHW (padding sliced off)
   External,    ///< an ONNX node the NPU cannot run, executed by the host operator library
 };
@@ -57,6 +60,12 @@ struct CpuOp {
   std::vector<float> scales;
   std::vector<std::int32_t> zero_points;
   std::int64_t axis = 1;
+  /// Quantize: round x / scale half away from zero (TFLite's QUANTIZE, std::round) instead of
+  /// half to even (ONNX QuantizeLinear).
+  bool round_half_away_from_zero = false;
+  /// Lower: the input slot is dense NHWC [N, H, W, C] (the model's layout, e.g. a TFLite image)
+  /// and the output slot LoweredNCHW [N, C, H, W]: the transpose happens while lowering.
+  bool channels_last = false;
   /// External: the node (op type, attributes) for the host operator library.
   std::shared_ptr<const Node> node;
 };

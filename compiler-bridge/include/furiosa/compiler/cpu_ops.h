@@ -119,6 +119,15 @@ std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*
 ///    (M elements, or a tensor broadcastable to A's shape with a last dim of 1) and b_zero_point
 ///    per tensor, per column of B (N elements, or broadcastable to B's shape with a second-last
 ///    dim of 1).
+///
+/// Besides these ONNX operators, run_cpu_op runs one operator of the "furiosa" domain that the
+/// TFLite importer emits (not listed here, since it is no ONNX operator):
+///  - furiosa::QuantizedAveragePool (uint8/int8 X [N, C, H, W] -> same dtype): attributes
+///    kernel_shape, strides, pads (ONNX order), output_min, output_max. Each output is the sum of
+///    the raw stored values over the window's in-bounds taps divided by their count, rounded half
+///    away from zero, clamped to [output_min, output_max] (default: the dtype's range), i.e.
+///    TFLite's quantized AVERAGE_POOL_2D reference kernels (input and output share their
+///    quantization).
 std::vector<std::string> cpu_op_list();
 
 }  // namespace furiosa::compiler

@@ -26,9 +26,25 @@ struct Value {
   std::vector<std::string> dim_params;
   bool has_shape = false;             ///< false when the rank itself is unknown
   std::optional<Tensor> constant;     ///< set for initializers and folded constants
+  /// Axis naming of a 4-D value whose dims are not NCHW: "NHWC" for the TFLite importer's
+  /// image tensors (graph inputs/outputs and every value kept in the model's own layout). Empty
+  /// means the default naming by rank (NCHW, NC, C). The compiler turns a Transpose
+  /// [0, 3, 1, 2] of an "NHWC" value held on the host into the host Lower step (NHWC -> lowered
+  /// NCHW), and reports the naming as the format of model inputs and outputs.
+  std::string format;
 };
 
 /// One operator node.
+///
+/// Besides ONNX's own attributes, the compiler understands these (set by the TFLite importer,
+/// never by ONNX models): on QLinearConv / QLinearMatMul, `fixed_point_multiplier` and
+/// `fixed_point_shift` (ints, one entry or one per output channel) with `output_min` /
+/// `output_max` (int) select isa::FixedPointRequant; on com.microsoft::QLinearAdd,
+/// `fixed_point_left_shift` (int) and `fixed_point_multiplier` / `fixed_point_shift` (ints [a, b,
+/// y]) with `output_min` / `output_max` select isa::FixedPointAdd; on furiosa::Requantize,
+/// `table` (256 ints) is isa::RequantizeParams::table; on QuantizeLinear, `rounding` =
+/// "half_away_from_zero" replaces ONNX's half-to-even rounding. QLinearMatMul may have a 9th
+/// input, an int32 bias [N] added to the accumulator (TFLite FULLY_CONNECTED).
 struct Node {
   std::string name;      ///< ONNX node name, or "<op_type>_<index>" when the model has none
   std::string op_type;   ///< e.g. "QLinearConv"

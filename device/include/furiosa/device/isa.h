@@ -9,9 +9,17 @@
 // products are accumulated in int32 as (x - x_zp) * (w - w_zp), the int32 bias is added, the
 // sum is multiplied in float by x_scale * w_scale / y_scale, rounded half to even, offset by y_zp
 // and saturated to the output type. See requantize() below.
+//
+// Kernels that requantize (Conv2d, DepthwiseConv2d, MatMul, Add, Requantize) can instead carry
+// the integer-only rule of TFLite's quantization specification: the real multiplier is an int32
+// fixed-point significand and a power-of-two shift (QuantizedMultiplier), applied with
+// multiply_by_quantized_multiplier() below, and the result is clamped to an output range (the
+// fused activation). A kernel uses that rule exactly when its params hold a `fixed_point` value;
+// the default is the ONNX float rule. The compiler chooses per model format (docs/operators.md).
 #pragma once
 
 #include <array>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -77,6 +85,77 @@ inline std::int32_t requantize(std::int32_t acc, float multiplier, std::int32_t 
 /// Saturation range of an 8-bit type: [0, 255] for UInt8, [-128, 127] for Int8.
 std::array<std::int32_t, 2> quant_range(DType dtype);
 
+// ---- The fixed-point requantization rule -----------------------------------------------------
+// Integer-only arithmetic as defined by gemmlowp and TFLite's quantization specification and
+// reference kernels (tensorflow/lite/kernels/internal/common.h, quantization_util.cc): a real
+// multiplier M is stored as an int32 significand q in [2^30, 2^31) and an exponent `shift` with
+// M ~= q * 2^(shift - 31); x * M is computed as a rounding doubling high multiply followed by a
+// rounding right shift ("double rounding", TFLite's default build).
+
+/// A real multiplier in fixed point: value = multiplier * 2^(shift - 31). multiplier is 0 (the
+/// real value 0) or in [2^30, 2^31 - 1]; shift is in [-31, 30].
+struct QuantizedMultiplier {
+  std::int32_t multiplier = 0;
+  std::int32_t shift = 0;
+};
+
+/// (a * b * 2) / 2^32 rounded to nearest with ties rounded up (toward +infinity, for negative
+/// products too), saturated: the one overflow case a == b == INT32_MIN gives INT32_MAX (gemmlowp
+/// SaturatingRoundingDoublingHighMul).
+inline std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) noexcept {
+  if (a == b && a == INT32_MIN) return INT32_MAX;
+  const std::int64_t ab = static_cast<std::int64_t>(a) * static_cast<std::int64_t>(b);
+  const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
+  return static_cast<std::int32_t>((ab + nudge) / (std::int64_t{1} << 31));  // truncates to 0
+}
+
+/// x / 2^exponent rounded to nearest, ties away from zero (gemmlowp RoundingDivideByPOT).
+/// exponent in [0, 31].
+inline std::int32_t rounding_divide_by_pot(std::int32_t x, int exponent) noexcept {
+  const std::int32_t mask = static_cast<std::int32_t>((std::int64_t{1} << exponent) - 1);
+  const std::int32_t remainder = x & mask;
+  const std::int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/// x * m in fixed point (TFLite MultiplyByQuantizedMultiplier): a positive shift multiplies x by
+/// 2^shift first (wrapping like the int32 arithmetic it models), a negative one divides the
+/// high product by 2^-shift with rounding.
+inline std::int32_t multiply_by_quantized_multiplier(std::int32_t x, QuantizedMultiplier m) noexcept {
+  const int left = m.shift > 0 ? m.shift : 0;
+  const int right = m.shift > 0 ? 0 : -m.shift;
+  const auto shifted = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << left);
+  return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, m.multiplier), right);
+}
+
+/// The fixed-point form of a real multiplier >= 0 (TFLite QuantizeMultiplier): frexp gives a
+/// significand in [0.5, 1), scaled by 2^31 and rounded half away from zero; a significand that
+/// rounds up to 2^31 is halved with the exponent raised. Values too small for shift -31 become 0,
+/// values too large for shift 30 saturate to the largest representable one. Throws
+/// Error(InvalidArgument) for a negative or non-finite value.
+QuantizedMultiplier quantize_multiplier(double real_multiplier);
+
+/// Fixed-point requantization of one accumulator: clamp(multiply_by_quantized_multiplier(acc, m)
+/// + zero_point, out_min, out_max), as TFLite's quantized Conv / DepthwiseConv / FullyConnected
+/// reference kernels end.
+inline std::int32_t requantize_fixed_point(std::int32_t acc, QuantizedMultiplier m,
+                                           std::int32_t zero_point, std::int32_t out_min,
+                                           std::int32_t out_max) noexcept {
+  const std::int32_t v = multiply_by_quantized_multiplier(acc, m) + zero_point;
+  return v < out_min ? out_min : (v > out_max ? out_max : v);
+}
+
+/// The fixed-point rule of a Conv2d / DepthwiseConv2d / MatMul kernel: the accumulator (bias
+/// included) of output channel c becomes requantize_fixed_point(acc, multipliers[c or 0],
+/// y.zero_point, out_min, out_max). The float scales of the params are then not used.
+struct FixedPointRequant {
+  std::vector<QuantizedMultiplier> multipliers;  ///< size 1 (per tensor) or one per channel
+  /// Output clamp, inside the output type's range: the saturation range narrowed by a fused
+  /// activation (TFLite CalculateActivationRangeQuantized, e.g. RELU6 -> [zp, zp + 6 / scale]).
+  std::int32_t out_min = 0;
+  std::int32_t out_max = 255;
+};
+
 /// LowLevelConv2d / LowLevelDepthwiseConv2d (QLinearConv with group == C).
 /// inputs[0] = x [N, C, H, W] LoweredNCHW (uint8 or int8); outputs[0] = y [N, M, OH, OW]
 /// LoweredNCHW. OH/OW are already computed by the compiler (including auto_pad).
@@ -91,6 +170,8 @@ struct Conv2dParams {
   std::vector<float> w_scale;         ///< size 1 (per-tensor) or M (per output channel)
   std::vector<std::int32_t> w_zero_point;  ///< size 1 or M
   QuantParam y;                       ///< output quantization
+  /// Set: the fixed-point rule (multipliers of size 1 or M) instead of the float scales.
+  std::optional<FixedPointRequant> fixed_point = std::nullopt;
 };
 
 /// LowLevelMaxPool (MaxPool on quantized data; max commutes with the monotonic dequantization
@@ -111,6 +192,25 @@ struct MatMulParams {
   std::vector<float> b_scale;               ///< size 1 or N (per column)
   std::vector<std::int32_t> b_zero_point;   ///< size 1 or N
   QuantParam y;
+  /// [N] Linear int32 in constants, added to the int32 accumulator of each column before
+  /// requantization (TFLite FULLY_CONNECTED's bias; ONNX QLinearMatMul has none).
+  std::optional<TensorRef> bias = std::nullopt;
+  /// Set: the fixed-point rule (multipliers of size 1 or N) instead of the float scales.
+  std::optional<FixedPointRequant> fixed_point = std::nullopt;
+};
+
+/// The fixed-point rule of LowLevelAdd (TFLite's quantized ADD, reference_ops AddElementwise):
+/// both operands are widened by 2^left_shift, scaled to a common scale, summed, and scaled to the
+/// output:  sa = mbqm((a - a.zp) * 2^left_shift, a_mult), sb likewise,
+/// y = clamp(mbqm(sa + sb, y_mult) + y.zp, out_min, out_max) with mbqm =
+/// multiply_by_quantized_multiplier. TFLite uses left_shift 20 for 8-bit operands.
+struct FixedPointAdd {
+  std::int32_t left_shift = 20;
+  QuantizedMultiplier a_mult;
+  QuantizedMultiplier b_mult;
+  QuantizedMultiplier y_mult;
+  std::int32_t out_min = 0;  ///< output clamp inside the output type's range (fused activation)
+  std::int32_t out_max = 255;
 };
 
 /// LowLevelAdd (com.microsoft QLinearAdd): y = (a_scale (a - a_zp) + b_scale (b - b_zp)) / y_scale
@@ -121,6 +221,8 @@ struct AddParams {
   QuantParam a;
   QuantParam b;
   QuantParam y;
+  /// Set: the fixed-point rule of FixedPointAdd instead of the float formula above.
+  std::optional<FixedPointAdd> fixed_point = std::nullopt;
 };
 
 /// LowLevelReshape: copies inputs[0] (any layout) to outputs[0] (any layout) in logical row-major
@@ -134,6 +236,11 @@ struct ReshapeParams {};
 struct RequantizeParams {
   QuantParam x;
   QuantParam y;
+  /// Empty, or 256 entries: then y = table[byte of x] (the input's raw byte, int8 read as its
+  /// two's-complement byte) replaces the float formula. The compiler fills it when a model format
+  /// defines another per-element rule (TFLite's fixed-point QUANTIZE, an activation clamp, ...);
+  /// every 8-bit element map is such a table.
+  std::vector<std::uint8_t> table = {};
 };
 
 /// LowLevelConcat: outputs[0] = inputs concatenated along `axis` (all the same dtype and rank;

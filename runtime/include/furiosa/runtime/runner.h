@@ -24,7 +24,9 @@ struct TensorDesc {
   std::string name;
   DType dtype = DType::Float32;
   Shape shape;
-  /// Axis naming: "NCHW" for 4-D image tensors, "NC" for 2-D, "C" for 1-D, "" otherwise.
+  /// Axis naming: "NCHW" for 4-D image tensors, "NC" for 2-D, "C" for 1-D, "" otherwise;
+  /// "NHWC" for the 4-D image inputs and outputs of TFLite models (their own layout: inputs are
+  /// given and outputs returned NHWC, the host Lower step transposes).
   std::string format;
 
   /// Bytes of a dense tensor of this description.
@@ -102,7 +104,8 @@ class Runner {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Compiles the ONNX model at `path` and opens the device. Throws Error(ModelLoadFailed),
+/// Compiles the model at `path` (a .tflite file, by extension or its "TFL3" identifier, else
+/// ONNX; compiler::import_model) and opens the device. Throws Error(ModelLoadFailed),
 /// Error(UnsupportedOperator), Error(IncompatibleModel), Error(DeviceNotFound), Error(DeviceBusy).
 std::unique_ptr<Runner> create_runner(const std::filesystem::path& path,
                                       const RunnerOptions& options = {});

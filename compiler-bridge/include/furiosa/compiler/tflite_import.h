@@ -1,0 +1,63 @@
+// TFLite import: .tflite FlatBuffer files (uint8 per-tensor and int8 per-channel quantized
+// models) -> graph IR, read through the project's own schema subset
+// (compiler-bridge/schema/tflite_subset.fbs, compiled by Debian's flatc).
+//
+// Mapping (docs/operators.md, "TFLite models"): CONV_2D and DEPTHWISE_CONV_2D become QLinearConv,
+// FULLY_CONNECTED QLinearMatMul with a bias, ADD com.microsoft::QLinearAdd, MAX_POOL_2D MaxPool,
+// AVERAGE_POOL_2D furiosa::QuantizedAveragePool (host), RESHAPE Reshape, SOFTMAX DequantizeLinear ->
+// Softmax -> QuantizeLinear (host, float), CONCATENATION Concat, PAD Concat with constant
+// zero-point blocks, QUANTIZE QuantizeLinear (float input) or furiosa::Requantize (8-bit input),
+// DEQUANTIZE DequantizeLinear. Every requantizing node carries TFLite's fixed-point multipliers
+// and the clamp of its fused activation (NONE, RELU, RELU_N1_TO_1, RELU6) as the attributes of
+// graph.h, so the NPU applies TFLite's integer rule (QuantizeMultiplier,
+// SaturatingRoundingDoublingHighMul, RoundingDivideByPOT; ADD's left_shift 20) rather than ONNX's
+// float scale.
+//
+// Layout: TFLite images are NHWC. Graph inputs and outputs keep the model's own shapes and are
+// marked Value::format "NHWC" (4-D); inside, convolutions and pools work on NCHW views made by
+// Transpose nodes (Reshape where the element order is the same), which the compiler turns into
+// the host Lower step at the inputs.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "furiosa/compiler/graph.h"
+
+namespace furiosa::compiler {
+
+/// Reads a .tflite file (subgraph 0). Throws Error naming the file and, where it applies, the
+/// operator index and builtin operator name:
+///  - ModelLoadFailed: missing/unreadable file, not a TFLite FlatBuffer (identifier "TFL3"),
+///    a buffer that fails FlatBuffers verification, a schema version other than 3, or indices
+///    out of range;
+///  - UnsupportedOperator: builtin operators outside tflite_supported_operators() (all of them
+///    listed in one error, each as "operator <index>: <NAME> (builtin code <code>)"), custom
+///    operators, float variants of the quantized compute operators, unsupported fused
+///    activations (TANH, SIGN_BIT);
+///  - IncompatibleModel: supported operators used in ways the mapping does not handle (tensor
+///    types other than float32/uint8/int8/int32/int64, per-channel activations, sparse or external
+///    buffers, shapes that do not fit, ...).
+Graph import_tflite(const std::filesystem::path& path);
+
+/// Same for a model held in memory; `source` names it in error messages.
+Graph import_tflite_bytes(const std::string& bytes, const std::string& source);
+
+/// True when `bytes` start like a TFLite FlatBuffer: at least 8 bytes with the file identifier
+/// "TFL3" at offset 4.
+bool is_tflite_bytes(const std::string& bytes) noexcept;
+
+/// The builtin operator name of a TFLite builtin code ("CONV_2D" for 3, "QUANTIZE" for 114),
+/// or "BUILTIN_<code>" for a code this build does not name.
+std::string tflite_builtin_name(int code);
+
+/// Builtin operators import_tflite maps, by name, in builtin-code order.
+std::vector<std::string> tflite_supported_operators();
+
+/// Reads a model file of either format: TFLite when the file name ends in ".tflite" (any case) or
+/// its bytes carry the "TFL3" identifier, ONNX otherwise (compiler/onnx_import.h). Throws like
+/// import_tflite / import_onnx.
+Graph import_model(const std::filesystem::path& path);
+
+}  // namespace furiosa::compiler

@@ -1,0 +1,673 @@
+// TFLite models through the whole stack (importer, compiler, simulator, runtime):
+//  - the furiosa-sdk uint8 MNIST models on their ten reference sets (Arm NN CpuRef outputs, see
+//    ../shared/models/MANIFEST.md): every output within one quantization step of the reference
+//    (the softmax model: within what its one-step logit differences explain) and the predicted
+//    class equal on every set; the worst difference per model is printed;
+//  - hand-made models written here with the FlatBuffers builder of our schema subset into the
+//    build tree: an int8 model with per-channel weights (CONV_2D, DEPTHWISE_CONV_2D,
+//    FULLY_CONNECTED) and a uint8 model with the other operators (PAD, MAX_POOL_2D,
+//    AVERAGE_POOL_2D, ADD, CONCATENATION with rescaling, RESHAPE, SOFTMAX, DEQUANTIZE), each stage
+//    checked against a float reference computed here from the previous stage's output;
+//  - unsupported operators: an error naming the operator index and the builtin operator.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <any>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/tflite_import.h"
+#include "furiosa/runtime/queue.h"
+#include "furiosa/runtime/runner.h"
+#include "test_support.h"
+#include "tflite_subset_generated.h"
+
+using namespace furiosa;
+namespace fs = std::filesystem;
+namespace fb = furiosa::tflite_fb;
+
+namespace {
+
+// ---- writing .tflite files ------------------------------------------------------------------
+
+struct QSpec {
+  std::vector<float> scales;
+  std::vector<std::int64_t> zero_points;
+  int dim = 0;
+};
+
+// Builds a one-subgraph TFLite model with the FlatBuffers builder generated from our schema.
+class TfliteWriter {
+ public:
+  TfliteWriter() { buffers_.push_back(fb::CreateBuffer(b_)); }  // buffer 0: the empty sentinel
+
+  flatbuffers::FlatBufferBuilder& builder() { return b_; }
+
+  // A tensor; `data` (raw little-endian bytes) makes it a constant.
+  int tensor(const std::string& name, fb::TensorType type, std::vector<std::int32_t> shape,
+             const QSpec* q = nullptr, const std::vector<std::uint8_t>* data = nullptr) {
+    std::uint32_t buffer = 0;
+    if (data) {
+      buffers_.push_back(fb::CreateBufferDirect(b_, data));
+      buffer = static_cast<std::uint32_t>(buffers_.size() - 1);
+    }
+    flatbuffers::Offset<fb::QuantizationParameters> qp = 0;
+    if (q) qp = fb::CreateQuantizationParametersDirect(b_, &q->scales, &q->zero_points, q->dim);
+    tensors_.push_back(fb::CreateTensorDirect(b_, &shape, type, buffer, name.c_str(), qp));
+    return static_cast<int>(tensors_.size() - 1);
+  }
+
+  void op(int code, std::vector<std::int32_t> in, std::vector<std::int32_t> out,
+          fb::BuiltinOptions type = fb::BuiltinOptions::NONE, flatbuffers::Offset<void> options = 0) {
+    auto it = std::find(codes_.begin(), codes_.end(), code);
+    if (it == codes_.end()) {
+      codes_.push_back(code);
+      // Like current converters: the int8 field holds codes below 127, the int32 field all.
+      code_tables_.push_back(fb::CreateOperatorCode(b_, static_cast<std::int8_t>(std::min(code, 127)), 0, code));
+      it = codes_.end() - 1;
+    }
+    ops_.push_back(fb::CreateOperatorDirect(b_, static_cast<std::uint32_t>(it - codes_.begin()), &in, &out, type, options));
+  }
+
+  std::string finish(std::vector<std::int32_t> inputs, std::vector<std::int32_t> outputs) {
+    auto sg = fb::CreateSubGraphDirect(b_, &tensors_, &inputs, &outputs, &ops_, "main");
+    std::vector<flatbuffers::Offset<fb::SubGraph>> sgs{sg};
+    fb::FinishModelBuffer(b_, fb::CreateModelDirect(b_, 3, &code_tables_, &sgs, &buffers_));
+    return {reinterpret_cast<const char*>(b_.GetBufferPointer()), b_.GetSize()};
+  }
+
+ private:
+  flatbuffers::FlatBufferBuilder b_;
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers_;
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors_;
+  std::vector<flatbuffers::Offset<fb::Operator>> ops_;
+  std::vector<int> codes_;
+  std::vector<flatbuffers::Offset<fb::OperatorCode>> code_tables_;
+};
+
+// Writes `bytes` to the build tree (FURIOSA_TFLITE_TEST_DIR) and returns the path.
+fs::path write_model(const std::string& name, const std::string& bytes) {
+  const fs::path dir = FURIOSA_TFLITE_TEST_DIR;
+  fs::create_directories(dir);
+  const fs::path path = dir / name;
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+template <class T>
+std::vector<std::uint8_t> raw_bytes(const std::vector<T>& v) {
+  std::vector<std::uint8_t> out(v.size() * sizeof(T));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+// ---- float references -----------------------------------------------------------------------
+
+// TFLite's quantization of a real value: round half away from zero, saturate.
+std::int32_t quantize_ref(double v, double scale, std::int32_t zp, DType d) {
+  const double q = std::round(v / scale) + zp;
+  const double lo = d == DType::UInt8 ? 0 : -128, hi = d == DType::UInt8 ? 255 : 127;
+  return static_cast<std::int32_t>(std::clamp(q, lo, hi));
+}
+
+std::vector<double> dequantized(const Tensor& t, double scale, std::int32_t zp) {
+  std::vector<double> out(static_cast<std::size_t>(t.elements()));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = (test::element(t, i) - zp) * scale;
+  return out;
+}
+
+// A float NHWC convolution with TFLite's SAME/VALID padding: weights OHWI for a convolution, or
+// 1HWO with O = C * multiplier for a depthwise one. Returns NHWC.
+std::vector<double> conv_ref(const std::vector<double>& x, const Shape& xs, const std::vector<double>& w,
+                             const Shape& ws, const std::vector<double>& bias, std::int64_t stride, bool same,
+                             bool depthwise, Shape* out_shape) {
+  const std::int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3];
+  const std::int64_t kh = ws[1], kw = ws[2], M = depthwise ? ws[3] : ws[0];
+  auto dim = [&](std::int64_t in, std::int64_t k, std::int64_t* before) {
+    if (!same) {
+      *before = 0;
+      return (in - k + stride) / stride;
+    }
+    const std::int64_t out = (in + stride - 1) / stride;
+    *before = std::max<std::int64_t>(0, (out - 1) * stride + k - in) / 2;
+    return out;
+  };
+  std::int64_t pt = 0, pl = 0;
+  const std::int64_t OH = dim(H, kh, &pt), OW = dim(W, kw, &pl);
+  *out_shape = {N, OH, OW, M};
+  std::vector<double> y(static_cast<std::size_t>(N * OH * OW * M));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow)
+        for (std::int64_t m = 0; m < M; ++m) {
+          double acc = bias[static_cast<std::size_t>(m)];
+          for (std::int64_t r = 0; r < kh; ++r)
+            for (std::int64_t s = 0; s < kw; ++s) {
+              const std::int64_t ih = oh * stride - pt + r, iw = ow * stride - pl + s;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              const double* xp = x.data() + ((n * H + ih) * W + iw) * C;
+              if (depthwise) {
+                acc += xp[m / (M / C)] * w[static_cast<std::size_t>((r * kw + s) * M + m)];
+              } else {
+                for (std::int64_t c = 0; c < C; ++c) acc += xp[c] * w[static_cast<std::size_t>(((m * kh + r) * kw + s) * C + c)];
+              }
+            }
+          y[static_cast<std::size_t>(((n * OH + oh) * OW + ow) * M + m)] = acc;
+        }
+  return y;
+}
+
+// Largest |ours - expected| over the elements (ours in its own dtype, same element order).
+int worst_diff(const Tensor& ours, const std::vector<std::int32_t>& expected) {
+  REQUIRE(static_cast<std::size_t>(ours.elements()) == expected.size());
+  int worst = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    worst = std::max(worst, static_cast<int>(std::abs(test::element(ours, i) - expected[i])));
+  }
+  return worst;
+}
+
+std::vector<std::int32_t> quantize_all(const std::vector<double>& v, double scale, std::int32_t zp, DType d) {
+  std::vector<std::int32_t> out;
+  for (double x : v) out.push_back(quantize_ref(x, scale, zp, d));
+  return out;
+}
+
+// Random weights as 8-bit values, and the bytes to store them.
+std::vector<std::int32_t> random_ints(std::mt19937& rng, std::size_t n, std::int32_t lo, std::int32_t hi) {
+  std::uniform_int_distribution<std::int32_t> dist(lo, hi);
+  std::vector<std::int32_t> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+std::vector<std::uint8_t> bytes8(const std::vector<std::int32_t>& v) {
+  std::vector<std::uint8_t> out;
+  for (auto x : v) out.push_back(static_cast<std::uint8_t>(x));
+  return out;
+}
+std::vector<std::uint8_t> bytes32(const std::vector<std::int32_t>& v) { return raw_bytes(v); }
+
+// One worker on one PE of the built-in simulator (`device`: which one, so two runners can be
+// open at once).
+// Number of distinct element values: guards the stage checks against degenerate data (a stage
+// that clamps everything to one value would compare equal trivially).
+std::size_t distinct(const Tensor& t) {
+  std::vector<double> v;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(t.elements()); ++i) v.push_back(test::element(t, i));
+  std::sort(v.begin(), v.end());
+  return static_cast<std::size_t>(std::unique(v.begin(), v.end()) - v.begin());
+}
+
+runtime::RunnerOptions test_options(const char* device = "npu0pe0") {
+  runtime::RunnerOptions o;
+  o.worker_num = 1;
+  o.device = device;
+  return o;
+}
+
+// Scale and zero point of a tensor of a .tflite file, read with the generated accessors.
+std::pair<double, std::int32_t> tensor_quant(const std::string& bytes, const std::string& name) {
+  const fb::Model* m = fb::GetModel(bytes.data());
+  const auto* tensors = m->subgraphs()->Get(0)->tensors();
+  for (const auto* t : *tensors) {
+    if (t->name() && t->name()->str() == name) {
+      std::int64_t zp = 0;  // int64 vectors of converted files may be only 4-byte aligned
+      std::memcpy(&zp, t->quantization()->zero_point()->Data(), sizeof zp);
+      return {t->quantization()->scale()->Get(0), static_cast<std::int32_t>(zp)};
+    }
+  }
+  FAIL("no tensor " << name);
+  return {};
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// uint8 softmax of uint8 logits (scale s, zero point zp) with the output quantization of
+// TFLite's SOFTMAX (scale 1/256, zero point 0), in double.
+std::vector<std::int32_t> softmax_q(const Tensor& logits, double s, std::int32_t zp) {
+  const auto x = dequantized(logits, s, zp);
+  const double mx = *std::max_element(x.begin(), x.end());
+  double sum = 0;
+  for (double v : x) sum += std::exp(v - mx);
+  std::vector<std::int32_t> out;
+  for (double v : x) out.push_back(quantize_ref(std::exp(v - mx) / sum, 1.0 / 256, 0, DType::UInt8));
+  return out;
+}
+
+}  // namespace
+
+// ---- the furiosa-sdk models ---------------------------------------------------------------------
+
+TEST_CASE("TFLite: furiosa-sdk uint8 MNIST models match their references on ten sets", "[tflite][models]") {
+  const char* names[] = {"MNISTnet_uint8_quant_without_softmax", "MNIST_MobileNet_v2_uint8_quant_without_avgpool_softmax",
+                         "MNISTnet_uint8_quant"};
+  for (const char* name : names) {
+    const fs::path dir = test::shared_model(std::string("furiosa-sdk/") + name);
+    auto runner = runtime::create_runner(dir / (std::string(name) + ".tflite"), test_options());
+    const auto& in = runner->model().inputs.at(0);
+    CHECK(in.dtype == DType::UInt8);
+    CHECK(in.shape == Shape{1, 28, 28, 1});
+    CHECK(in.format == "NHWC");
+    const bool softmax = std::string(name) == "MNISTnet_uint8_quant";
+    // The softmax model's logits come from the same network without its head (same weights).
+    std::unique_ptr<runtime::Runner> logits_runner;
+    std::string logits_bytes;
+    if (softmax) {
+      const fs::path ldir = test::shared_model("furiosa-sdk/MNISTnet_uint8_quant_without_softmax");
+      logits_runner = runtime::create_runner(ldir / "MNISTnet_uint8_quant_without_softmax.tflite", test_options("npu0pe1"));
+      logits_bytes = read_bytes(ldir / "MNISTnet_uint8_quant_without_softmax.tflite");
+    }
+    int worst = 0, matches = 0, worst_set = -1;
+    for (int set = 0; set < 10; ++set) {
+      const fs::path sd = dir / fmt::format("test_data_set_{}", set);
+      const Tensor x = compiler::load_tensor_pb(sd / "input_0.pb");
+      const Tensor ref = compiler::load_tensor_pb(sd / "output_0.pb");
+      const Tensor y = runner->run({x}).at(0);
+      INFO(name << " set " << set);
+      REQUIRE(y.dtype() == ref.dtype());
+      REQUIRE(y.shape() == ref.shape());
+      const int diff = static_cast<int>(test::max_abs_diff(y, ref));
+      if (diff > worst) worst = diff, worst_set = set;
+      const bool match = test::argmax(y) == test::argmax(ref);
+      CHECK(match);
+      matches += match;
+      if (!softmax) {
+        CHECK(diff <= 1);
+        continue;
+      }
+      // Softmax amplifies: a one-step logit difference (0.146) moves probabilities by several
+      // steps of 1/256. Check that (a) our logits are within one step of the reference logits,
+      // (b) our probabilities are the softmax of our logits within one step, and (c) every
+      // difference from the reference is what (a) explains.
+      const auto [ls, lz] = tensor_quant(logits_bytes, "MNISTnet/Logits/Conv2d_1c_1x1/BiasAdd");
+      const Tensor our_logits = logits_runner->run({x}).at(0);
+      const Tensor ref_logits = compiler::load_tensor_pb(
+          test::shared_model("furiosa-sdk/MNISTnet_uint8_quant_without_softmax") / fmt::format("test_data_set_{}", set) / "output_0.pb");
+      CHECK(test::max_abs_diff(our_logits, ref_logits) <= 1);
+      const auto from_ours = softmax_q(our_logits, ls, lz);
+      const auto from_ref = softmax_q(ref_logits, ls, lz);
+      CHECK(worst_diff(ref, from_ref) == 0);  // the reference is exactly this softmax of its logits
+      CHECK(worst_diff(y, from_ours) <= 1);
+      for (std::size_t i = 0; i < from_ours.size(); ++i) {
+        const double explained = std::abs(from_ours[i] - from_ref[i]) + 1;
+        CHECK(std::abs(test::element(y, i) - test::element(ref, i)) <= explained);
+      }
+    }
+    const std::string line = fmt::format("TFLite {}: worst |output - reference| = {} quantization step(s) (set {}), "
+                                         "predicted class matches {}/10", name, worst, worst_set < 0 ? 0 : worst_set, matches);
+    fmt::print("{}\n", line);
+    if (worst > 1) WARN(line << " (softmax of logits that differ by one step; see the checks above)");
+    else INFO(line);
+    CHECK(matches == 10);
+  }
+}
+
+TEST_CASE("TFLite: batches and queues give the rows of single runs", "[tflite][models]") {
+  const fs::path dir = test::shared_model("furiosa-sdk/MNIST_MobileNet_v2_uint8_quant_without_avgpool_softmax");
+  const fs::path model = dir / "MNIST_MobileNet_v2_uint8_quant_without_avgpool_softmax.tflite";
+  const Tensor x0 = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
+  const Tensor x1 = compiler::load_tensor_pb(dir / "test_data_set_3/input_0.pb");
+  std::vector<Tensor> single;
+  {
+    auto runner = runtime::create_runner(model, test_options());
+    single.push_back(runner->run({x0}).at(0));
+    single.push_back(runner->run({x1}).at(0));
+  }
+  // Batch 2: the NHWC Lower and the reshapes carry the batch.
+  auto opts = test_options();
+  opts.batch_size = 2;
+  auto batched = runtime::create_runner(model, opts);
+  CHECK(batched->model().inputs[0].shape == Shape{2, 28, 28, 1});
+  CHECK(batched->model().inputs[0].format == "NHWC");
+  Tensor x(DType::UInt8, {2, 28, 28, 1});
+  std::memcpy(x.bytes().data(), x0.bytes().data(), x0.size_bytes());
+  std::memcpy(x.bytes().data() + x0.size_bytes(), x1.bytes().data(), x1.size_bytes());
+  const Tensor y = batched->run({x}).at(0);
+  REQUIRE(y.shape() == Shape{2, 10});
+  for (std::size_t i = 0; i < 10; ++i) {
+    CHECK(test::element(y, i) == test::element(single[0], i));
+    CHECK(test::element(y, 10 + i) == test::element(single[1], i));
+  }
+  batched.reset();
+  // The submit/recv queue reads .tflite paths too.
+  runtime::QueueOptions q;
+  q.device = "npu0pe0";
+  q.worker_num = 1;
+  auto [submitter, receiver] = runtime::create_queue(model, q);
+  CHECK(submitter.model().inputs[0].format == "NHWC");
+  submitter.submit({x1}, 7);
+  auto result = receiver.recv(std::chrono::seconds(30));
+  CHECK(std::any_cast<int>(result.context) == 7);
+  CHECK(test::max_abs_diff(result.value().at(0), single[1]) == 0);
+}
+
+// ---- hand-made int8 model with per-channel weights --------------------------------------------
+
+TEST_CASE("TFLite: int8 per-channel CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED match a float reference",
+          "[tflite][int8]") {
+  std::mt19937 rng(20240611);
+  TfliteWriter w;
+  auto& b = w.builder();
+  // Quantization of the activations (asymmetric int8) and the per-channel weights.
+  const double s0 = 1.0 / 127, s1 = 0.05, s2 = 0.03, s3 = 0.1;
+  const std::int32_t z0 = 3, z1 = -20, z2 = -128, z3 = 5;
+  const QSpec q0{{static_cast<float>(s0)}, {z0}}, q1{{static_cast<float>(s1)}, {z1}};
+  const QSpec q2{{static_cast<float>(s2)}, {z2}}, q3{{static_cast<float>(s3)}, {z3}};
+  QSpec wq1, wq2, wq3, bq1, bq2, bq3;
+  for (int c = 0; c < 8; ++c) wq1.scales.push_back(0.002f + 0.0015f * static_cast<float>(c));
+  for (int c = 0; c < 8; ++c) wq2.scales.push_back(0.01f + 0.004f * static_cast<float>((c * 5) % 8));
+  for (int c = 0; c < 10; ++c) wq3.scales.push_back(0.001f + 0.0007f * static_cast<float>(c));
+  wq1.zero_points.assign(8, 0), wq2.zero_points.assign(8, 0), wq3.zero_points.assign(10, 0);
+  wq2.dim = 3;  // depthwise weights [1, kh, kw, C * multiplier]: per channel along dim 3
+  for (int c = 0; c < 8; ++c) bq1.scales.push_back(static_cast<float>(s0) * wq1.scales[static_cast<std::size_t>(c)]);
+  for (int c = 0; c < 8; ++c) bq2.scales.push_back(static_cast<float>(s1) * wq2.scales[static_cast<std::size_t>(c)]);
+  for (int c = 0; c < 10; ++c) bq3.scales.push_back(static_cast<float>(s2) * wq3.scales[static_cast<std::size_t>(c)]);
+  bq1.zero_points.assign(8, 0), bq2.zero_points.assign(8, 0), bq3.zero_points.assign(10, 0);
+
+  const auto w1 = random_ints(rng, 8 * 3 * 3 * 3, -127, 127), b1 = random_ints(rng, 8, -3000, 3000);
+  const auto w2 = random_ints(rng, 3 * 3 * 8, -127, 127), b2 = random_ints(rng, 8, -2000, 2000);
+  const auto w3 = random_ints(rng, 10 * 128, -127, 127), b3 = random_ints(rng, 10, -5000, 5000);
+  const auto w1b = bytes8(w1), w2b = bytes8(w2), w3b = bytes8(w3);
+  const auto b1b = bytes32(b1), b2b = bytes32(b2), b3b = bytes32(b3);
+
+  const int x = w.tensor("x", fb::TensorType::FLOAT32, {1, 8, 8, 3});
+  const int t0 = w.tensor("t0", fb::TensorType::INT8, {1, 8, 8, 3}, &q0);
+  const int tw1 = w.tensor("w1", fb::TensorType::INT8, {8, 3, 3, 3}, &wq1, &w1b);
+  const int tb1 = w.tensor("b1", fb::TensorType::INT32, {8}, &bq1, &b1b);
+  const int t1 = w.tensor("t1", fb::TensorType::INT8, {1, 8, 8, 8}, &q1);
+  const int tw2 = w.tensor("w2", fb::TensorType::INT8, {1, 3, 3, 8}, &wq2, &w2b);
+  const int tb2 = w.tensor("b2", fb::TensorType::INT32, {8}, &bq2, &b2b);
+  const int t2 = w.tensor("t2", fb::TensorType::INT8, {1, 4, 4, 8}, &q2);
+  const int tw3 = w.tensor("w3", fb::TensorType::INT8, {10, 128}, &wq3, &w3b);
+  const int tb3 = w.tensor("b3", fb::TensorType::INT32, {10}, &bq3, &b3b);
+  const int t3 = w.tensor("t3", fb::TensorType::INT8, {1, 10}, &q3);
+  const int yf = w.tensor("y", fb::TensorType::FLOAT32, {1, 10});
+  w.op(114, {x}, {t0});  // QUANTIZE
+  w.op(3, {t0, tw1, tb1}, {t1}, fb::BuiltinOptions::Conv2DOptions,
+       fb::CreateConv2DOptions(b, fb::Padding::SAME, 1, 1, fb::ActivationFunctionType::RELU).Union());
+  w.op(4, {t1, tw2, tb2}, {t2}, fb::BuiltinOptions::DepthwiseConv2DOptions,
+       fb::CreateDepthwiseConv2DOptions(b, fb::Padding::SAME, 2, 2, 1, fb::ActivationFunctionType::RELU6).Union());
+  w.op(9, {t2, tw3, tb3}, {t3}, fb::BuiltinOptions::FullyConnectedOptions,
+       fb::CreateFullyConnectedOptions(b, fb::ActivationFunctionType::NONE).Union());
+  w.op(6, {t3}, {yf});  // DEQUANTIZE
+  const fs::path path = write_model("int8_per_channel.tflite", w.finish({x}, {t0, t1, t2, t3, yf}));
+
+  auto runner = runtime::create_runner(path, test_options());
+  const auto& m = runner->model();
+  REQUIRE(m.inputs.size() == 1);
+  CHECK(m.inputs[0].format == "NHWC");
+  CHECK(m.inputs[0].dtype == DType::Float32);
+  REQUIRE(m.outputs.size() == 5);
+  CHECK(m.outputs[1].shape == Shape{1, 8, 8, 8});
+  CHECK(m.outputs[1].format == "NHWC");
+  CHECK(m.outputs[3].format == "NC");
+  // Every requantizing kernel carries TFLite's fixed-point rule.
+  int fixed = 0;
+  for (const auto& e : runner->partition_report().entries) {
+    if (e.placement == "npu" && e.reason.find("fixed-point") != std::string::npos) ++fixed;
+  }
+  CHECK(fixed == 3);
+
+  Tensor input(DType::Float32, {1, 8, 8, 3});
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& v : input.as<float>()) v = u(rng);
+  const auto out = runner->run({input});
+
+  // QUANTIZE: exactly TFLite's rounding (half away from zero) of x / scale.
+  std::vector<std::int32_t> e0;
+  for (float v : input.as<float>()) {
+    e0.push_back(static_cast<std::int32_t>(std::clamp(std::round(v / static_cast<float>(s0)) + static_cast<float>(z0), -128.0f, 127.0f)));
+  }
+  CHECK(worst_diff(out[0], e0) == 0);
+
+  // Each stage from the previous stage's actual output, in float, then quantized.
+  auto dq = [](const std::vector<std::int32_t>& q, const QSpec& s, std::size_t channels, std::size_t inner) {
+    std::vector<double> out(q.size());
+    for (std::size_t i = 0; i < q.size(); ++i) out[i] = q[i] * static_cast<double>(s.scales[(i / inner) % channels]);
+    return out;
+  };
+  std::vector<double> bias1(8), bias2(8), bias3(10);
+  for (std::size_t c = 0; c < 8; ++c) bias1[c] = b1[c] * static_cast<double>(bq1.scales[c]);
+  for (std::size_t c = 0; c < 8; ++c) bias2[c] = b2[c] * static_cast<double>(bq2.scales[c]);
+  for (std::size_t c = 0; c < 10; ++c) bias3[c] = b3[c] * static_cast<double>(bq3.scales[c]);
+  Shape ys;
+  auto r1 = conv_ref(dequantized(out[0], static_cast<float>(s0), z0), {1, 8, 8, 3}, dq(w1, wq1, 8, 27), {8, 3, 3, 3},
+                     bias1, 1, true, false, &ys);
+  for (auto& v : r1) v = std::max(v, 0.0);  // RELU
+  REQUIRE(ys == Shape{1, 8, 8, 8});
+  const int d1 = worst_diff(out[1], quantize_all(r1, static_cast<float>(s1), z1, DType::Int8));
+  auto r2 = conv_ref(dequantized(out[1], static_cast<float>(s1), z1), {1, 8, 8, 8}, dq(w2, wq2, 8, 1), {1, 3, 3, 8},
+                     bias2, 2, true, true, &ys);
+  for (auto& v : r2) v = std::clamp(v, 0.0, 6.0);  // RELU6
+  REQUIRE(ys == Shape{1, 4, 4, 8});
+  const int d2 = worst_diff(out[2], quantize_all(r2, static_cast<float>(s2), z2, DType::Int8));
+  const auto a3 = dequantized(out[2], static_cast<float>(s2), z2);  // NHWC order = TFLite's flattening
+  std::vector<double> r3(10);
+  for (std::size_t u3 = 0; u3 < 10; ++u3) {
+    r3[u3] = bias3[u3];
+    for (std::size_t k = 0; k < 128; ++k) r3[u3] += a3[k] * w3[u3 * 128 + k] * static_cast<double>(wq3.scales[u3]);
+  }
+  const auto e3 = quantize_all(r3, static_cast<float>(s3), z3, DType::Int8);
+  const int d3 = worst_diff(out[3], e3);
+  fmt::print("TFLite int8 per-channel model: worst |output - float reference| conv {}, depthwise {}, fully connected {}\n",
+             d1, d2, d3);
+  CHECK(d1 <= 1);
+  CHECK(d2 <= 1);
+  CHECK(d3 <= 1);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(distinct(out[i]) >= 8);
+  // The per-channel scales matter: one scale for all channels would be far off.
+  bool clamped = false;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(out[2].elements()); ++i) clamped = clamped || out[2].as<std::int8_t>()[i] == 72;
+  CHECK(clamped);  // RELU6 at zero point -128 and scale 0.03 clamps at -128 + 200 = 72
+  // DEQUANTIZE: (q - zero point) * scale.
+  for (std::size_t i = 0; i < 10; ++i) {
+    CHECK(out[4].as<float>()[i] == static_cast<float>(out[3].as<std::int8_t>()[i] - z3) * static_cast<float>(s3));
+  }
+}
+
+// ---- hand-made uint8 model with the other operators ---------------------------------------------
+
+TEST_CASE("TFLite: uint8 PAD, pools, ADD, CONCATENATION, CONV_2D, RESHAPE, FULLY_CONNECTED, SOFTMAX, DEQUANTIZE",
+          "[tflite][uint8]") {
+  std::mt19937 rng(7);
+  TfliteWriter w;
+  auto& b = w.builder();
+  const QSpec qx{{0.05f}, {128}}, qd{{0.07f}, {120}}, qe{{0.06f}, {110}}, qf{{0.2f}, {100}};
+  const QSpec qh{{0.25f}, {130}}, qp{{1.0f / 256}, {0}}, qwf{{0.02f}, {128}}, qwh{{0.002f}, {120}};
+  const QSpec qbf{{0.06f * 0.02f}, {0}}, qbh{{0.2f * 0.002f}, {0}};
+  const auto wf = random_ints(rng, 6 * 8, 0, 255), bf = random_ints(rng, 6, -500, 500);
+  const auto wh = random_ints(rng, 5 * 96, 0, 255), bh = random_ints(rng, 5, -800, 800);
+  const std::vector<std::int32_t> pads = {0, 0, 1, 1, 1, 1, 0, 0}, shape2 = {1, 96};
+  const auto wfb = bytes8(wf), whb = bytes8(wh), bfb = bytes32(bf), bhb = bytes32(bh);
+  const auto padsb = bytes32(pads), shape2b = bytes32(shape2);
+
+  const int x = w.tensor("x", fb::TensorType::UINT8, {1, 6, 6, 4}, &qx);
+  const int tp = w.tensor("pads", fb::TensorType::INT32, {4, 2}, nullptr, &padsb);
+  const int a = w.tensor("a", fb::TensorType::UINT8, {1, 8, 8, 4}, &qx);
+  const int bt = w.tensor("b", fb::TensorType::UINT8, {1, 4, 4, 4}, &qx);
+  const int c = w.tensor("c", fb::TensorType::UINT8, {1, 4, 4, 4}, &qx);
+  const int d = w.tensor("d", fb::TensorType::UINT8, {1, 4, 4, 4}, &qd);
+  const int e = w.tensor("e", fb::TensorType::UINT8, {1, 4, 4, 8}, &qe);
+  const int twf = w.tensor("wf", fb::TensorType::UINT8, {6, 1, 1, 8}, &qwf, &wfb);
+  const int tbf = w.tensor("bf", fb::TensorType::INT32, {6}, &qbf, &bfb);
+  const int f = w.tensor("f", fb::TensorType::UINT8, {1, 4, 4, 6}, &qf);
+  const int tshape = w.tensor("shape", fb::TensorType::INT32, {2}, nullptr, &shape2b);
+  const int g = w.tensor("g", fb::TensorType::UINT8, {1, 96}, &qf);
+  const int twh = w.tensor("wh", fb::TensorType::UINT8, {5, 96}, &qwh, &whb);
+  const int tbh = w.tensor("bh", fb::TensorType::INT32, {5}, &qbh, &bhb);
+  const int h = w.tensor("h", fb::TensorType::UINT8, {1, 5}, &qh);
+  const int p = w.tensor("p", fb::TensorType::UINT8, {1, 5}, &qp);
+  const int pf = w.tensor("pf", fb::TensorType::FLOAT32, {1, 5});
+  w.op(34, {x, tp}, {a}, fb::BuiltinOptions::PadOptions, fb::CreatePadOptions(b).Union());
+  w.op(17, {a}, {bt}, fb::BuiltinOptions::Pool2DOptions, fb::CreatePool2DOptions(b, fb::Padding::VALID, 2, 2, 2, 2).Union());
+  w.op(1, {a}, {c}, fb::BuiltinOptions::Pool2DOptions,
+       fb::CreatePool2DOptions(b, fb::Padding::SAME, 2, 2, 3, 3, fb::ActivationFunctionType::RELU).Union());
+  w.op(0, {bt, c}, {d}, fb::BuiltinOptions::AddOptions, fb::CreateAddOptions(b, fb::ActivationFunctionType::RELU).Union());
+  w.op(2, {d, bt}, {e}, fb::BuiltinOptions::ConcatenationOptions, fb::CreateConcatenationOptions(b, 3).Union());
+  w.op(3, {e, twf, tbf}, {f}, fb::BuiltinOptions::Conv2DOptions, fb::CreateConv2DOptions(b, fb::Padding::VALID, 1, 1).Union());
+  w.op(22, {f, tshape}, {g}, fb::BuiltinOptions::ReshapeOptions, fb::CreateReshapeOptionsDirect(b, &shape2).Union());
+  w.op(9, {g, twh, tbh}, {h}, fb::BuiltinOptions::FullyConnectedOptions, fb::CreateFullyConnectedOptions(b).Union());
+  w.op(25, {h}, {p}, fb::BuiltinOptions::SoftmaxOptions, fb::CreateSoftmaxOptions(b, 1.0f).Union());
+  w.op(6, {p}, {pf});
+  const fs::path path = write_model("uint8_ops.tflite", w.finish({x}, {bt, c, d, e, f, h, p, pf}));
+
+  auto runner = runtime::create_runner(path, test_options());
+  Tensor input(DType::UInt8, {1, 6, 6, 4});
+  for (auto& v : input.as<std::uint8_t>()) v = static_cast<std::uint8_t>(rng() % 256);
+  const auto out = runner->run({input});
+  REQUIRE(out.size() == 8);
+  const auto& X = input;
+  auto at = [](const Tensor& t, std::int64_t n, std::int64_t hh, std::int64_t ww, std::int64_t cc) {
+    const auto& s = t.shape();
+    return static_cast<std::int32_t>(test::element(t, static_cast<std::size_t>(((n * s[1] + hh) * s[2] + ww) * s[3] + cc)));
+  };
+  // PAD with the zero point, then MAX_POOL_2D 2x2/2: the maximum of stored values, exactly.
+  auto padded = [&](std::int64_t hh, std::int64_t ww, std::int64_t cc) {
+    return hh < 1 || hh > 6 || ww < 1 || ww > 6 ? 128 : at(X, 0, hh - 1, ww - 1, cc);
+  };
+  std::vector<std::int32_t> eb, ec;
+  for (std::int64_t oh = 0; oh < 4; ++oh)
+    for (std::int64_t ow = 0; ow < 4; ++ow)
+      for (std::int64_t cc = 0; cc < 4; ++cc) {
+        std::int32_t best = 0;
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j) best = std::max(best, padded(oh * 2 + i, ow * 2 + j, cc));
+        eb.push_back(best);
+        // AVERAGE_POOL_2D 3x3/2 SAME on the 8x8 padded tensor (pads 0 before, 1 after): the mean
+        // over the in-bounds taps, RELU.
+        double sum = 0;
+        int count = 0;
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            const std::int64_t hh = oh * 2 + i, ww = ow * 2 + j;
+            if (hh >= 8 || ww >= 8) continue;
+            sum += (padded(hh, ww, cc) - 128) * 0.05;
+            ++count;
+          }
+        ec.push_back(quantize_ref(std::max(0.0, sum / count), 0.05, 128, DType::UInt8));
+      }
+  CHECK(worst_diff(out[0], eb) == 0);
+  const int dc = worst_diff(out[1], ec);
+  // ADD with RELU, from our b and c.
+  std::vector<std::int32_t> ed;
+  for (std::size_t i = 0; i < 64; ++i) {
+    const double v = (test::element(out[0], i) - 128) * 0.05 + (test::element(out[1], i) - 128) * 0.05;
+    ed.push_back(quantize_ref(std::max(0.0, v), static_cast<double>(0.07f), 120, DType::UInt8));
+  }
+  const int dd = worst_diff(out[2], ed);
+  // CONCATENATION along channels: d and b rescaled to e's parameters.
+  std::vector<std::int32_t> ee;
+  for (std::int64_t pix = 0; pix < 16; ++pix) {
+    for (std::int64_t cc = 0; cc < 4; ++cc) {
+      ee.push_back(quantize_ref((test::element(out[2], static_cast<std::size_t>(pix * 4 + cc)) - 120) * static_cast<double>(0.07f),
+                                static_cast<double>(0.06f), 110, DType::UInt8));
+    }
+    for (std::int64_t cc = 0; cc < 4; ++cc) {
+      ee.push_back(quantize_ref((test::element(out[0], static_cast<std::size_t>(pix * 4 + cc)) - 128) * 0.05,
+                                static_cast<double>(0.06f), 110, DType::UInt8));
+    }
+  }
+  const int de = worst_diff(out[3], ee);
+  // CONV_2D 1x1 (uint8 weights, zero point 128).
+  std::vector<double> wfd, bfd(6);
+  for (auto v : wf) wfd.push_back((v - 128) * static_cast<double>(0.02f));
+  for (std::size_t i = 0; i < 6; ++i) bfd[i] = bf[i] * static_cast<double>(qbf.scales[0]);
+  Shape fs_;
+  const auto rf = conv_ref(dequantized(out[3], static_cast<double>(0.06f), 110), {1, 4, 4, 8}, wfd, {6, 1, 1, 8}, bfd, 1,
+                           false, false, &fs_);
+  const int df = worst_diff(out[4], quantize_all(rf, static_cast<double>(0.2f), 100, DType::UInt8));
+  // RESHAPE (NHWC order) + FULLY_CONNECTED.
+  const auto gv = dequantized(out[4], static_cast<double>(0.2f), 100);
+  std::vector<double> rh(5);
+  for (std::size_t u = 0; u < 5; ++u) {
+    rh[u] = bh[u] * static_cast<double>(qbh.scales[0]);
+    for (std::size_t k = 0; k < 96; ++k) rh[u] += gv[k] * (wh[u * 96 + k] - 120) * static_cast<double>(0.002f);
+  }
+  const int dh = worst_diff(out[5], quantize_all(rh, static_cast<double>(0.25f), 130, DType::UInt8));
+  // SOFTMAX of our h.
+  const int dp = worst_diff(out[6], softmax_q(out[5], static_cast<double>(0.25f), 130));
+  fmt::print("TFLite uint8 ops model: worst |output - float reference| avgpool {}, add {}, concat {}, conv {}, "
+             "fully connected {}, softmax {} (maxpool exact)\n", dc, dd, de, df, dh, dp);
+  CHECK(dc <= 1);
+  CHECK(dd <= 1);
+  CHECK(de <= 1);
+  CHECK(df <= 1);
+  CHECK(dh <= 1);
+  CHECK(dp <= 1);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(distinct(out[i]) >= 5);
+  CHECK(distinct(out[6]) >= 2);
+  for (std::size_t i = 0; i < 5; ++i) {
+    CHECK(out[7].as<float>()[i] == static_cast<float>(out[6].as<std::uint8_t>()[i]) * (1.0f / 256));
+  }
+}
+
+// ---- errors ----------------------------------------------------------------------------------
+
+TEST_CASE("TFLite: an unsupported operator is an error naming its index and builtin name", "[tflite][errors]") {
+  TfliteWriter w;
+  const QSpec q{{0.1f}, {0}};
+  const std::vector<std::int32_t> shape = {1, 4};
+  const auto shape_bytes = bytes32(shape);
+  const int x = w.tensor("x", fb::TensorType::UINT8, {1, 2, 2, 1}, &q);
+  const int s = w.tensor("shape", fb::TensorType::INT32, {2}, nullptr, &shape_bytes);
+  const int r = w.tensor("r", fb::TensorType::UINT8, {1, 4}, &q);
+  const int t = w.tensor("t", fb::TensorType::UINT8, {1, 4}, &q);
+  const int u = w.tensor("u", fb::TensorType::UINT8, {1, 4}, &q);
+  w.op(22, {x, s}, {r});  // RESHAPE: supported
+  w.op(28, {r}, {t});     // TANH: not supported
+  w.op(32, {t}, {u});     // CUSTOM: not supported
+  const fs::path path = write_model("unsupported.tflite", w.finish({x}, {u}));
+  try {
+    runtime::create_runner(path, test_options());
+    FAIL("an unsupported TFLite operator was accepted");
+  } catch (const Error& err) {
+    CHECK(err.code() == ErrorCode::UnsupportedOperator);
+    CHECK_THAT(err.message(), Catch::Contains("operator 1: TANH (builtin code 28)"));
+    CHECK_THAT(err.message(), Catch::Contains("operator 2: CUSTOM (builtin code 32)"));
+    CHECK_THAT(err.message(), Catch::Contains(path.string()));
+    CHECK_THAT(err.message(), !Catch::Contains("operator 0"));
+  }
+  CHECK(compiler::tflite_builtin_name(3) == "CONV_2D");
+  CHECK(compiler::tflite_builtin_name(114) == "QUANTIZE");
+  CHECK(compiler::tflite_builtin_name(999) == "BUILTIN_999");
+}
+
+TEST_CASE("TFLite: float compute operators and broken files are refused clearly", "[tflite][errors]") {
+  {
+    TfliteWriter w;
+    auto& b = w.builder();
+    const std::vector<float> wv(4, 0.5f);
+    const auto wb = raw_bytes(wv);
+    const int x = w.tensor("x", fb::TensorType::FLOAT32, {1, 2, 2, 1});
+    const int k = w.tensor("k", fb::TensorType::FLOAT32, {1, 2, 2, 1}, nullptr, &wb);
+    const int y = w.tensor("y", fb::TensorType::FLOAT32, {1, 1, 1, 1});
+    w.op(3, {x, k, -1}, {y}, fb::BuiltinOptions::Conv2DOptions, fb::CreateConv2DOptions(b, fb::Padding::VALID, 1, 1).Union());
+    const fs::path path = write_model("float_conv.tflite", w.finish({x}, {y}));
+    try {
+      compiler::import_tflite(path);
+      FAIL("a float CONV_2D was accepted");
+    } catch (const Error& err) {
+      CHECK(err.code() == ErrorCode::UnsupportedOperator);
+      CHECK_THAT(err.message(), Catch::Contains("operator 0 (CONV_2D)") && Catch::Contains("float32"));
+    }
+  }
+  const fs::path truncated = write_model("truncated.tflite", std::string("\x10\0\0\0TFL3\0\0\0\0", 12));
+  try {
+    compiler::import_model(truncated);
+    FAIL("a truncated TFLite file was accepted");
+  } catch (const Error& err) {
+    CHECK(err.code() == ErrorCode::ModelLoadFailed);
+    CHECK_THAT(err.message(), Catch::Contains("truncated.tflite"));
+  }
+}
