@@ -129,7 +129,9 @@ std::uint64_t kernel_weight_bytes(const isa::Kernel& kernel) {
   if (const auto* p = std::get_if<isa::Conv2dParams>(&kernel.params)) {
     return p->weight.size_bytes() + (p->bias ? p->bias->size_bytes() : 0);
   }
-  if (const auto* p = std::get_if<isa::MatMulParams>(&kernel.params)) return p->b.size_bytes();
+  if (const auto* p = std::get_if<isa::MatMulParams>(&kernel.params)) {
+    return p->b.size_bytes() + (p->bias ? p->bias->size_bytes() : 0);
+  }
   return 0;
 }
 

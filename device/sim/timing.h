@@ -50,7 +50,7 @@ std::int64_t dma_duration_ns(const SimConfig& config, std::uint64_t bytes);
 /// `cycles` at config.clock_ghz, in ns (rounded up).
 std::int64_t cycles_to_ns(const SimConfig& config, std::uint64_t cycles);
 
-/// Weight bytes (constants) kernel reads: conv weight + bias, matmul B; 0 for other kinds.
+/// Weight bytes (constants) a kernel reads: conv weight + bias, matmul B + bias; 0 for other kinds.
 std::uint64_t kernel_weight_bytes(const isa::Kernel& kernel);
 
 }  // namespace furiosa::device::sim
