@@ -446,25 +446,26 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
 // ---------------------------------------------------------------------------------------------
 // Convolution: depthwise.
 
-// Fills a padded plane of `rows` rows of S bytes (S a multiple of 64, at least
-// pl + round_up(W, 64)) from channel plane `x` (H rows of W, `pitch` apart): row r, column j
-// hold x[r - pt][j - pl] XOR flip, or `pad` outside the input.
-FK_TARGET void fill_plane(std::uint8_t* plane, std::int64_t rows, std::int64_t S,
-                          const std::uint8_t* x, std::int64_t H, std::int64_t W,
-                          std::int64_t pitch, std::int64_t pt, std::int64_t pl, std::uint8_t flip,
-                          std::uint8_t pad) {
+// A padded plane holds `rows` rows of S bytes (S a multiple of 64, at least
+// pl + round_up(W, 64)): row r, column j hold x[r - pt][j - pl] XOR flip, or `pad` outside the
+// input. pad_plane() writes `pad` everywhere; copy_plane() then writes the input rows, each as
+// whole 64-byte stores from column pl whose bytes past W are `pad` again, so the bytes outside
+// the input are never changed by it and one pad_plane() serves every channel of a layer (the
+// same pad value). Masked stores are slow; whole stores are used.
+FK_TARGET void pad_plane(std::uint8_t* plane, std::int64_t rows, std::int64_t S, std::uint8_t pad) {
+  const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad));
+  for (std::int64_t i = 0; i < rows * S; i += 64) _mm512_store_si512(plane + i, padv);
+}
+
+FK_TARGET void copy_plane(std::uint8_t* plane, std::int64_t rows, std::int64_t S, const std::uint8_t* x, std::int64_t H,
+                          std::int64_t W, std::int64_t pitch, std::int64_t pt, std::int64_t pl,
+                          std::uint8_t flip, std::uint8_t pad) {
   const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
   const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::uint8_t* row = plane + r * S;
-    const std::int64_t ih = r - pt;
-    if (ih < 0 || ih >= H) {
-      for (std::int64_t i = 0; i < S; i += 64) _mm512_store_si512(row + i, padv);
-      continue;
-    }
-    // Pad everything, then the data over it in whole 64-byte stores (pad bytes past W; S >=
-    // pl + round_up(W, 64) and row is 64-aligned). Masked stores are slow.
-    for (std::int64_t i = 0; i < S; i += 64) _mm512_store_si512(row + i, padv);
+  // Input rows that land inside the plane (rows past it are never read).
+  const std::int64_t last = std::min(H, rows - pt);
+  for (std::int64_t ih = 0; ih < last; ++ih) {
+    std::uint8_t* row = plane + (ih + pt) * S;
     const std::uint8_t* src = x + ih * pitch;
     for (std::int64_t i = 0; i < W; i += 64) {
       const __mmask64 m = mask64(W - i);
@@ -472,6 +473,14 @@ FK_TARGET void fill_plane(std::uint8_t* plane, std::int64_t rows, std::int64_t S
       _mm512_storeu_si512(row + pl + i, _mm512_mask_mov_epi8(padv, m, v));
     }
   }
+}
+
+FK_TARGET void fill_plane(std::uint8_t* plane, std::int64_t rows, std::int64_t S,
+                          const std::uint8_t* x, std::int64_t H, std::int64_t W,
+                          std::int64_t pitch, std::int64_t pt, std::int64_t pl, std::uint8_t flip,
+                          std::uint8_t pad) {
+  pad_plane(plane, rows, S, pad);
+  copy_plane(plane, rows, S, x, H, W, pitch, pt, pl, flip, pad);
 }
 
 // One vector of 16 depthwise outputs (acc, zero point terms included) whose windows start at
@@ -618,9 +627,9 @@ FK_TARGET void conv_depthwise(const ConvPlan& p, const std::uint8_t* x, std::uin
   }
   const __m512i idx = _mm512_load_si512(idx_bytes);
   const std::int64_t y_plane = p.OH * p.y_pitch;
+  pad_plane(plane, rows, S, p.xz);
   for (std::int64_t c = 0; c < p.C; ++c) {
-    fill_plane(plane, rows, S, x + c * p.H * p.x_pitch, p.H, p.W, p.x_pitch, p.pt, p.pl, flip,
-               p.xz);
+    copy_plane(plane, rows, S, x + c * p.H * p.x_pitch, p.H, p.W, p.x_pitch, p.pt, p.pl, flip, p.xz);
     for (std::int64_t m = c * p.Mg; m < (c + 1) * p.Mg; ++m) {
       const bool wz = p.wz[static_cast<std::size_t>(m)] != 0;
       std::uint8_t* out = y + m * y_plane;
