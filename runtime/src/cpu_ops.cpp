@@ -39,42 +39,38 @@ struct AxisIndexer {
 // vectorize it.
 constexpr float kRoundMagic = 12582912.0f;
 
+// Rounds v (|v| < 2^22) to an integer: half to even (ONNX QuantizeLinear, std::nearbyint) by
+// kRoundMagic, or half away from zero (TFLite QUANTIZE, std::round) from the exact fraction
+// v - trunc(v). Both are branch-free.
+template <bool kAwayFromZero>
+inline float round_quantized(float v) {
+  if constexpr (kAwayFromZero) {
+    const float t = std::trunc(v);
+    const float frac = v - t;
+    return t + (frac >= 0.5f ? 1.0f : 0.0f) - (frac <= -0.5f ? 1.0f : 0.0f);
+  } else {
+    return (v + kRoundMagic) - kRoundMagic;
+  }
+}
+
 // Quantizes n contiguous elements with one scale and zero point. Clamping x / scale to the
 // integer bounds [lo, hi] before rounding gives the same result as rounding and then
-// saturating (the bounds are integers), keeps the value small enough for kRoundMagic, and
+// saturating (the bounds are integers), keeps the value small enough for round_quantized, and
 // maps NaN to lo (as std::fmax does in the saturating form).
 // Cloned for x86-64-v4 (AVX-512) and AVX2 hosts (picked at load time by the CPU), so the
 // division and the clamps run 16 or 8 lanes wide; each clone computes the same IEEE float
 // operations.
-template <class Q>
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void quantize_block(const float* x, Q* y, std::int64_t n, float scale, std::int32_t zero_point,
-                    const std::array<std::int32_t, 2>& range) {
+template <class Q, bool kAwayFromZero>
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void quantize_block(
+    const float* x, Q* y, std::int64_t n, float scale, std::int32_t zero_point,
+    const std::array<std::int32_t, 2>& range) {
   const float lo = static_cast<float>(range[0] - zero_point);
   const float hi = static_cast<float>(range[1] - zero_point);
   for (std::int64_t i = 0; i < n; ++i) {
     float v = x[i] / scale;
     v = v > lo ? v : lo;
     v = v < hi ? v : hi;
-    v = (v + kRoundMagic) - kRoundMagic;
-    y[i] = static_cast<Q>(static_cast<std::int32_t>(v) + zero_point);
-  }
-}
-
-// Same with rounding half away from zero (std::round), branch-free: |v - trunc(v)| is exact for
-// the clamped magnitudes (< 2^22), and a fraction of at least one half rounds away from zero.
-template <class Q>
-void quantize_block_away(const float* x, Q* y, std::int64_t n, float scale, std::int32_t zero_point,
-                         const std::array<std::int32_t, 2>& range) {
-  const float lo = static_cast<float>(range[0] - zero_point);
-  const float hi = static_cast<float>(range[1] - zero_point);
-  for (std::int64_t i = 0; i < n; ++i) {
-    float v = x[i] / scale;
-    v = v > lo ? v : lo;
-    v = v < hi ? v : hi;
-    const float t = std::trunc(v);
-    const float frac = v - t;
-    v = t + (frac >= 0.5f ? 1.0f : 0.0f) - (frac <= -0.5f ? 1.0f : 0.0f);
-    y[i] = static_cast<Q>(static_cast<std::int32_t>(v) + zero_point);
+    y[i] = static_cast<Q>(static_cast<std::int32_t>(round_quantized<kAwayFromZero>(v)) + zero_point);
   }
 }
 
@@ -87,9 +83,9 @@ void quantize(const compiler::CpuOp& op, const Shape& shape, const float* x, Q* 
   for (std::int64_t i = 0; i < n; i += block) {
     const std::size_t c = idx(i);
     if (op.round_half_away_from_zero) {
-      quantize_block_away(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], range);
+      quantize_block<Q, true>(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], range);
     } else {
-      quantize_block(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], range);
+      quantize_block<Q, false>(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], range);
     }
   }
 }
