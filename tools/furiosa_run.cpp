@@ -298,6 +298,10 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
 }
 
 int run(Args a) {
+  if (a.sim_mode == "timing" && !a.dataset.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--dataset needs outputs, but --sim-mode timing computes none: use --sim-mode functional");
+  }
   const bool default_model = a.model.empty();
   if (default_model) a.model = (kModelsDir / "fashion_mnist_int8.onnx").string();
   if (a.bench) {
@@ -325,10 +329,6 @@ int run(Args a) {
   for (const auto& d : model.outputs) fmt::print("  {}\n", d.to_string());
   if (a.verbose) fmt::print("partition:\n{}", runner->partition_report().to_string());
   const bool timing_only = a.sim_mode == "timing";
-  if (timing_only && !a.dataset.empty()) {
-    throw Error(ErrorCode::InvalidArgument,
-                "--dataset needs outputs, but --sim-mode timing computes none: use --sim-mode functional");
-  }
   if (!a.dataset.empty() || (default_model && a.inputs.empty() && !timing_only)) {
     if (!a.dataset.empty()) run_dataset(*runner, a);
     else run_default_images(*runner);

@@ -204,3 +204,23 @@ TEST_CASE("furiosa-run --bench prints QPS and latency percentiles and writes JSO
   }
   fs::remove_all(tmp);
 }
+
+TEST_CASE("furiosa-run --sim-mode timing says the outputs are not valid and writes none", "[tools][timing]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path tmp = scratch();
+  const auto r = furiosa_run(fmt::format("'{}' --sim-mode timing --sim-pacing off --output-dir '{}'",
+                                         (dir / "mnist-12-int8.onnx").string(), (tmp / "out").string()),
+                             tmp);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("(sim, timing mode)"));
+  CHECK_THAT(r.out, Catch::Contains("outputs are not valid"));
+  CHECK_THAT(r.out, !Catch::Contains("top-5"));
+  CHECK_FALSE(fs::exists(tmp / "out"));
+
+  const auto d = furiosa_run("--sim-mode timing --dataset fashion-mnist", tmp);
+  CHECK(d.exit_code == 1);
+  CHECK(line_count(d.err) == 1);
+  CHECK_THAT(d.err, Catch::StartsWith("error: InvalidArgument: --dataset needs outputs"));
+  CHECK(d.out.empty());
+}
