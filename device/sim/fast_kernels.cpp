@@ -301,14 +301,62 @@ FK_TARGET inline void store_positions(__m512i v, std::int64_t p0, std::int64_t n
 // ---------------------------------------------------------------------------------------------
 // Convolution: GEMM register tile.
 
+// Row tiles: for outputs of narrow lowered rows (7 <= OW <= 32, the row pitch is 32 bytes), a
+// tile holds R = floor(64 / OW) whole output rows, which are R * 32 consecutive bytes of the
+// output plane. Its 64 requantized bytes (positions in lanes) are spread onto those rows by
+// vpermb with precomputed indexes, zeroing the row padding in the same instruction, and
+// written with whole stores: one to three per tile instead of one permute and store per row
+// piece (store_positions), which for 7x7 or 14x14 outputs cost as much as the dot products.
+struct RowStore {
+  std::int64_t R = 0;        // rows per tile
+  std::int64_t stores = 0;   // 64-byte stores for R rows: ceil(R * 32 / 64)
+  __m512i idx[5];            // (R <= 9) byte b of store s: lane ((64 s + b) / 32) * OW + (64 s + b) % 32
+  __mmask64 keep[5];         // ... when (64 s + b) % 32 < OW (else 0: row padding)
+};
+
+FK_TARGET inline RowStore make_row_store(std::int64_t OW) {
+  RowStore rs;
+  rs.R = 64 / OW;
+  rs.stores = (rs.R * 32 + 63) / 64;
+  for (std::int64_t st = 0; st < rs.stores; ++st) {
+    alignas(64) std::uint8_t idx[64];
+    __mmask64 keep = 0;
+    for (std::int64_t b = 0; b < 64; ++b) {
+      const std::int64_t off = 64 * st + b, row = off / 32, col = off % 32;
+      idx[b] = static_cast<std::uint8_t>((row * OW + col) & 63);
+      if (col < OW && row < rs.R) keep |= __mmask64{1} << b;
+    }
+    rs.idx[st] = _mm512_load_si512(idx);
+    rs.keep[st] = keep;
+  }
+  return rs;
+}
+
+// Writes rows h0 .. h0 + rows - 1 (rows <= R) of an output plane of pitch 32 from the tile's
+// requantized bytes `v` (position h * OW + w of the tile in lane (h - h0) * OW + w).
+FK_TARGET inline void store_rows(const RowStore& rs, __m512i v, std::uint8_t* dst,
+                                 std::int64_t rows) {
+  const std::int64_t bytes = rows * 32;
+  for (std::int64_t st = 0; st < rs.stores && 64 * st < bytes; ++st) {
+    const __m512i out = _mm512_maskz_permutexvar_epi8(rs.keep[st], rs.idx[st], v);
+    if (bytes - 64 * st >= 64) {
+      _mm512_storeu_si512(dst + 64 * st, out);
+    } else {  // an odd row count ends with half a store
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * st), _mm512_castsi512_si256(out));
+    }
+  }
+}
+
 // One tile: output channels m0 .. m0 + mr - 1 (packed weights `wb`, [K4][kConvMr][4]) times
-// positions p0 .. p0 + np - 1 (np <= 16 * NV) of B (rows of PB positions), requantized into the
-// output image `y`.
+// np <= 16 * NV positions of B (rows of PB slots) starting at slot s0, requantized into the
+// output image `y`. Without `rs` the positions are p0 .. p0 + np - 1 (s0 == p0); with it they
+// are the whole rows h0 .. h0 + np / OW - 1 (s0 a multiple of 64).
 template <int NV>
 FK_TARGET void gemm_tile(const ConvPlan& p, const std::uint8_t* B, std::int64_t PB,
                          const std::int32_t* colsum, const std::int32_t* wb, std::int64_t m0,
-                         int mr, std::int64_t p0, std::int64_t np, std::uint8_t* y,
-                         const Requant& rq) {
+                         int mr, std::int64_t s0, std::int64_t np, std::uint8_t* y,
+                         const Requant& rq, const RowStore* rs, std::int64_t h0) {
+  const std::int64_t p0 = s0;
   constexpr int MR = static_cast<int>(kConvMr);
   __m512i acc[MR][NV];
 #pragma GCC unroll 8
@@ -357,14 +405,37 @@ FK_TARGET void gemm_tile(const ConvPlan& p, const std::uint8_t* B, std::int64_t 
     }
     const __m512i out = requant64(f[0], f[1], f[2], f[3], rq);
     std::uint8_t* plane = y + m * plane_bytes;
-    store_positions(out, p0, np, p.OW, p.y_pitch, plane, plane + plane_bytes);
+    if (rs != nullptr) {
+      store_rows(*rs, out, plane + h0 * 32, np / p.OW);
+    } else {
+      store_positions(out, p0, np, p.OW, p.y_pitch, plane, plane + plane_bytes);
+    }
   }
 }
 
 FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t* y) {
   Scratch& s = t_scratch;
   const std::int64_t P = p.OH * p.OW;
-  const std::int64_t PB = round_up(P, 16) + 16;  // B row length in positions (with overrun)
+  // Row tiles (see RowStore) for narrow lowered outputs; each tile of R rows takes 64 slots of
+  // B, otherwise slot = position.
+  // (OW >= 7: at most 9 rows, 5 stores, per tile; narrower rows would leave lanes idle).
+  // Whole rows may need more vectors than dense tiles (14 x 14: 224 lanes instead of 208);
+  // they are used when they do not, or when K is small enough that the stores cost more than
+  // the extra dot products (measured on MobileNetV2: K <= 160 gains 15-24%, K >= 192 at 28 x 28
+  // loses 10%).
+  const bool by_rows = [&] {
+    if (p.OW < 7 || p.OW > 32 || p.y_pitch != 32 || p.OH < 2) return false;
+    if (p.K <= 160) return true;
+    const auto lanes = [P](std::int64_t tile) {
+      return (P / tile) * round_up(tile, 16) + round_up(P % tile, 16);
+    };
+    return lanes((64 / p.OW) * p.OW) <= lanes(64);
+  }();
+  const RowStore rs = by_rows ? make_row_store(p.OW) : RowStore{};
+  const std::int64_t TP = by_rows ? rs.R * p.OW : 64;   // positions per tile
+  const std::int64_t tiles = (P + TP - 1) / TP;
+  const std::int64_t slots = by_rows ? tiles * 64 : P;
+  const std::int64_t PB = round_up(slots, 16) + 16;  // B row length in slots (with overrun)
   std::uint8_t* B = grow(s.packed, static_cast<std::size_t>(p.K4 * PB * 4));
   const std::uint8_t flip = p.x_signed ? 0x80 : 0x00;
   const std::uint8_t pad_byte = static_cast<std::uint8_t>(p.xz ^ flip);  // original domain
@@ -389,7 +460,15 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
         }
         std::int64_t pitch[4];
         for (int j = 0; j < 4; ++j) pitch[j] = src[j] == zero ? 0 : p.x_pitch;
-        interleave4(dst, src, flips, p.W, p.H, pitch);
+        if (by_rows) {  // W == OW: R input rows per 64 slots
+          for (std::int64_t t = 0; t < tiles; ++t) {
+            const std::uint8_t* st[4];
+            for (int j = 0; j < 4; ++j) st[j] = src[j] + t * rs.R * pitch[j];
+            interleave4(dst + t * 256, st, flips, p.W, std::min(rs.R, p.H - t * rs.R), pitch);
+          }
+        } else {
+          interleave4(dst, src, flips, p.W, p.H, pitch);
+        }
       } else {
         for (int j = 0; j < 4; ++j) {
           const std::int64_t k = 4 * k4 + j;
@@ -404,12 +483,20 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
             flips[j] = 0;
           }
         }
-        interleave4(dst, src, flips, P);
+        if (by_rows) {
+          for (std::int64_t t = 0; t < tiles; ++t) {
+            const std::uint8_t* st[4];
+            for (int j = 0; j < 4; ++j) st[j] = src[j] + (src[j] == zero ? 0 : t * TP);
+            interleave4(dst + t * 256, st, flips, std::min(TP, P - t * TP));
+          }
+        } else {
+          interleave4(dst, src, flips, P);
+        }
       }
     }
     if (p.any_wz) {
       const __m512i ones = _mm512_set1_epi8(1);
-      for (std::int64_t v = 0; v < (P + 15) / 16; ++v) {
+      for (std::int64_t v = 0; v < (slots + 15) / 16; ++v) {
         __m512i sum = _mm512_setzero_si512();
         const std::uint8_t* b = B + v * 64;
         for (std::int64_t k4 = 0; k4 < p.K4; ++k4, b += PB * 4) {
@@ -422,20 +509,23 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
     // stays in L2; within a chunk, each block of output channels sweeps the positions, so its
     // output rows are written sequentially.
     const std::int32_t* wg = p.w_packed.data() + g * p.m_blocks * p.K4 * kConvMr;
-    const std::int64_t chunk = std::max<std::int64_t>(1, (256 << 10) / (p.K4 * 256)) * 64;
-    for (std::int64_t c0 = 0; c0 < P; c0 += chunk) {
-      const std::int64_t c1 = std::min(P, c0 + chunk);
+    const std::int64_t chunk = std::max<std::int64_t>(1, (256 << 10) / (p.K4 * 256));  // tiles
+    const RowStore* rsp = by_rows ? &rs : nullptr;
+    for (std::int64_t t0 = 0; t0 < tiles; t0 += chunk) {
+      const std::int64_t t1 = std::min(tiles, t0 + chunk);
       for (std::int64_t mb = 0; mb < p.m_blocks; ++mb) {
         const std::int32_t* wb = wg + mb * p.K4 * kConvMr;
         const std::int64_t m0 = g * p.Mg + mb * kConvMr;
         const int mr = static_cast<int>(std::min<std::int64_t>(kConvMr, p.Mg - mb * kConvMr));
-        for (std::int64_t p0 = c0; p0 < c1; p0 += 64) {
-          const std::int64_t np = std::min<std::int64_t>(64, c1 - p0);
+        for (std::int64_t t = t0; t < t1; ++t) {
+          const std::int64_t s0 = t * 64;
+          const std::int64_t np = std::min(TP, P - t * TP);
+          const std::int64_t h0 = t * rs.R;
           switch ((np + 15) / 16) {
-            case 4: gemm_tile<4>(p, B, PB, colsum, wb, m0, mr, p0, np, y, rq); break;
-            case 3: gemm_tile<3>(p, B, PB, colsum, wb, m0, mr, p0, np, y, rq); break;
-            case 2: gemm_tile<2>(p, B, PB, colsum, wb, m0, mr, p0, np, y, rq); break;
-            default: gemm_tile<1>(p, B, PB, colsum, wb, m0, mr, p0, np, y, rq); break;
+            case 4: gemm_tile<4>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
+            case 3: gemm_tile<3>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
+            case 2: gemm_tile<2>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
+            default: gemm_tile<1>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
           }
         }
       }
