@@ -747,8 +747,9 @@ FK_TARGET void matmul_chunk(const MatMulPlan& p, const std::uint8_t* arow, std::
   __m512i acc[NV];
 #pragma GCC unroll 16
   for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_si512();
-  const std::int8_t* b = p.b_packed.data() + n0 * 4;
-  for (std::int64_t k4 = 0; k4 < p.K4; ++k4, b += p.Npad * 4) {
+  // The panel of columns n0 .. n0 + 16 NV - 1: K4 rows of 64 NV bytes, one after the other.
+  const std::int8_t* b = p.b_packed.data() + n0 * p.K4 * 4;
+  for (std::int64_t k4 = 0; k4 < p.K4; ++k4, b += 64 * NV) {
     std::int32_t a4;
     std::memcpy(&a4, arow + 4 * k4, 4);
     const __m512i av = _mm512_set1_epi32(a4);
@@ -782,6 +783,7 @@ FK_TARGET void matmul_impl(const MatMulPlan& p, const std::uint8_t* a, std::uint
     for (std::int64_t k = p.K; k < p.K4 * 4; ++k) arow[k] = 0;
     std::uint8_t* yrow = y + r * p.N;
     std::int64_t n0 = 0;
+    static_assert(kMatMulPanel == 128);
     for (; n0 + 128 <= p.Npad; n0 += 128) matmul_chunk<8>(p, arow, static_cast<std::int32_t>(suma), n0, yrow, rq);
     for (; n0 < p.Npad; n0 += 16) matmul_chunk<1>(p, arow, static_cast<std::int32_t>(suma), n0, yrow, rq);
   }

@@ -69,7 +69,13 @@ struct ConvPlan {
 /// overlap. Uses per-thread scratch buffers that grow to the largest kernel run and are reused.
 void conv(const ConvPlan& plan, const std::byte* x, std::byte* y);
 
-/// A validated QLinearMatMul with B packed as [K4][Npad][4] signed bytes.
+/// Output columns per MatMul panel: B is packed in panels of this many columns (the last
+/// columns in panels of 16), each panel's K4 rows contiguous, so a panel is one sequential
+/// stream (a [K4][Npad][4] layout jumps Npad * 4 bytes per k4, a new page per step for wide B,
+/// which defeats the hardware prefetcher).
+inline constexpr std::int64_t kMatMulPanel = 128;
+
+/// A validated QLinearMatMul with B packed in column panels (matmul_b_offset) of signed bytes.
 struct MatMulPlan {
   std::int64_t rows = 0, K = 0, N = 0, K4 = 0, Npad = 0;
   bool a_signed = false;
@@ -81,6 +87,17 @@ struct MatMulPlan {
   bool any_bz = false;
   std::vector<std::int8_t> b_packed;
 };
+
+/// Byte offset of B[k][n] in MatMulPlan::b_packed: column n lies in a panel of kMatMulPanel
+/// columns starting at n0 (or, past the last whole panel, of 16), stored [K4][width][4]
+/// from byte n0 * K4 * 4.
+inline std::int64_t matmul_b_offset(std::int64_t K4, std::int64_t Npad, std::int64_t k,
+                                    std::int64_t n) {
+  const std::int64_t wide = Npad / kMatMulPanel * kMatMulPanel;
+  const std::int64_t width = n < wide ? kMatMulPanel : 16;
+  const std::int64_t n0 = n / width * width;
+  return n0 * K4 * 4 + (k / 4) * width * 4 + (n - n0) * 4 + k % 4;
+}
 
 /// Runs `plan`: `a` is [rows, K] dense, `y` is [rows, N] dense. `a` and `y` must not overlap.
 void matmul(const MatMulPlan& plan, const std::byte* a, std::byte* y);

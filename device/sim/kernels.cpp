@@ -874,7 +874,7 @@ std::shared_ptr<const fast::MatMulPlan> make_matmul_plan(const MatMulDesc& d,
     for (std::int64_t k = 0; k < d.K; ++k) {
       const std::int32_t v = load8(d.bptr + k * d.N + n, b_signed) - (b_signed ? 0 : 128);
       bsum += static_cast<std::uint32_t>(v);
-      f.b_packed[static_cast<std::size_t>(((k / 4) * f.Npad + n) * 4 + k % 4)] =
+      f.b_packed[static_cast<std::size_t>(fast::matmul_b_offset(f.K4, f.Npad, k, n))] =
           static_cast<std::int8_t>(v);
     }
     // K az bz - az sum b, modulo 2^32.
