@@ -164,13 +164,15 @@ alignas(64) constexpr std::uint8_t kInterleaveIdx[64] = {
     37, 53, 6, 22, 38, 54, 7, 23, 39, 55, 8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58, 11, 27,
     43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
 
-// Interleaves `rows` groups of 4 byte rows into dst: group h covers positions h * len ..
-// h * len + len - 1, dst[p][j] = src[j][h * pitch + i] XOR flip[j]. Reads up to
-// round_up(len, 16) bytes of every row and writes that many positions per group (a group's
-// overrun is overwritten by the next group; the last one spills up to 15 positions).
+// Interleaves `rows` groups of 4 byte rows into dst: group h covers positions h * step ..
+// h * step + len - 1 (step = dst_step, or len when 0), dst[p][j] = src[j][h * pitch + i] XOR
+// flip[j]. Reads up to round_up(len, 16) bytes of every row and writes that many positions per
+// group (a group's overrun is overwritten by the next group; the last one spills up to 15
+// positions).
 FK_TARGET void interleave4(std::uint8_t* dst, const std::uint8_t* const src[4],
                            const std::uint8_t flip[4], std::int64_t len, std::int64_t rows = 1,
-                           const std::int64_t pitch[4] = nullptr) {
+                           const std::int64_t pitch[4] = nullptr, std::int64_t dst_step = 0) {
+  if (dst_step == 0) dst_step = len;
   const __m512i idx = _mm512_load_si512(kInterleaveIdx);
   const __m512i f = _mm512_inserti32x4(
       _mm512_inserti32x4(
@@ -182,7 +184,7 @@ FK_TARGET void interleave4(std::uint8_t* dst, const std::uint8_t* const src[4],
   const std::uint8_t* s1 = src[1];
   const std::uint8_t* s2 = src[2];
   const std::uint8_t* s3 = src[3];
-  for (std::int64_t h = 0; h < rows; ++h, dst += len * 4) {
+  for (std::int64_t h = 0; h < rows; ++h, dst += dst_step * 4) {
     for (std::int64_t i = 0; i < len; i += 16) {
       __m512i v = _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + i)));
       v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + i)), 1);
@@ -347,15 +349,28 @@ FK_TARGET inline void store_rows(const RowStore& rs, __m512i v, std::uint8_t* ds
   }
 }
 
+// How the tiles of a convolution map onto output positions (conv_gemm):
+//  - Dense: tile t is positions 64 t .. 64 t + 63, stored piecewise (store_positions);
+//  - Rows (7 <= OW <= 32, see RowStore): R whole rows per tile;
+//  - Segments (OW > 32, lowered rows): each output row is ceil(OW / 64) tiles of at most 64
+//    positions, each stored with one whole store (its padding zeroed by the mask): no permutes,
+//    and for OW = 112 no idle lanes either (64 + 48).
+// In the last two modes every tile takes 64 slots of B.
+enum class TileMode { Dense, Rows, Segments };
+
+// Where tile t's outputs go: rows from h0 (Rows, Segments), from column col0 (Segments).
+struct TilePlace {
+  std::int64_t h0 = 0, col0 = 0;
+};
+
 // One tile: output channels m0 .. m0 + mr - 1 (packed weights `wb`, [K4][kConvMr][4]) times
 // np <= 16 * NV positions of B (rows of PB slots) starting at slot s0, requantized into the
-// output image `y`. Without `rs` the positions are p0 .. p0 + np - 1 (s0 == p0); with it they
-// are the whole rows h0 .. h0 + np / OW - 1 (s0 a multiple of 64).
+// output image `y` as `mode` says (Dense: positions s0 .. s0 + np - 1).
 template <int NV>
 FK_TARGET void gemm_tile(const ConvPlan& p, const std::uint8_t* B, std::int64_t PB,
                          const std::int32_t* colsum, const std::int32_t* wb, std::int64_t m0,
                          int mr, std::int64_t s0, std::int64_t np, std::uint8_t* y,
-                         const Requant& rq, const RowStore* rs, std::int64_t h0) {
+                         const Requant& rq, TileMode mode, const RowStore& rs, TilePlace at) {
   const std::int64_t p0 = s0;
   constexpr int MR = static_cast<int>(kConvMr);
   __m512i acc[MR][NV];
@@ -405,8 +420,18 @@ FK_TARGET void gemm_tile(const ConvPlan& p, const std::uint8_t* B, std::int64_t 
     }
     const __m512i out = requant64(f[0], f[1], f[2], f[3], rq);
     std::uint8_t* plane = y + m * plane_bytes;
-    if (rs != nullptr) {
-      store_rows(*rs, out, plane + h0 * 32, np / p.OW);
+    if (mode == TileMode::Rows) {
+      store_rows(rs, out, plane + at.h0 * 32, np / p.OW);
+    } else if (mode == TileMode::Segments) {
+      // The segment and, after the row's last one, its zero padding: 64 bytes, or 32 when
+      // the padded row ends there (the pitch is a multiple of 32).
+      std::uint8_t* dst = plane + at.h0 * p.y_pitch + at.col0;
+      const __m512i q = _mm512_maskz_mov_epi8(mask64(np), out);
+      if (p.y_pitch - at.col0 >= 64) {
+        _mm512_storeu_si512(dst, q);
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_castsi512_si256(q));
+      }
     } else {
       store_positions(out, p0, np, p.OW, p.y_pitch, plane, plane + plane_bytes);
     }
@@ -416,25 +441,33 @@ FK_TARGET void gemm_tile(const ConvPlan& p, const std::uint8_t* B, std::int64_t 
 FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t* y) {
   Scratch& s = t_scratch;
   const std::int64_t P = p.OH * p.OW;
-  // Row tiles (see RowStore) for narrow lowered outputs; each tile of R rows takes 64 slots of
-  // B, otherwise slot = position.
-  // (OW >= 7: at most 9 rows, 5 stores, per tile; narrower rows would leave lanes idle).
-  // Whole rows may need more vectors than dense tiles (14 x 14: 224 lanes instead of 208);
-  // they are used when they do not, or when K is small enough that the stores cost more than
-  // the extra dot products (measured on MobileNetV2: K <= 160 gains 15-24%, K >= 192 at 28 x 28
-  // loses 10%).
-  const bool by_rows = [&] {
-    if (p.OW < 7 || p.OW > 32 || p.y_pitch != 32 || p.OH < 2) return false;
-    if (p.K <= 160) return true;
-    const auto lanes = [P](std::int64_t tile) {
-      return (P / tile) * round_up(tile, 16) + round_up(P % tile, 16);
-    };
-    return lanes((64 / p.OW) * p.OW) <= lanes(64);
+  // The tile mode (TileMode). Rows and segments may need more vector lanes than dense tiles
+  // (14 x 14: 224 lanes instead of 208; 56 x 56: 64 per row of 56); they are used when they
+  // do not, or when K is small enough that dense tiles' piecewise stores cost more than the
+  // extra dot products. Measured on MobileNetV2 (in-process A/B): rows, K <= 160 gain 15-24%
+  // and K >= 192 at 28 x 28 loses 10%; segments of 56-wide rows, K = 24 gains 14% and K = 144
+  // loses 8%; 112-wide rows (no idle lanes) gain 9-20%.
+  const auto dense_lanes = (P / 64) * 64 + round_up(P % 64, 16);
+  const std::int64_t segs = (p.OW + 63) / 64;  // segments per row
+  const TileMode mode = [&] {
+    if (p.OH < 2) return TileMode::Dense;
+    if (p.OW >= 7 && p.OW <= 32 && p.y_pitch == 32) {
+      // (OW >= 7: at most 9 rows, 5 stores, per tile; narrower rows would leave lanes idle.)
+      const std::int64_t tp = (64 / p.OW) * p.OW;
+      const std::int64_t lanes = (P / tp) * round_up(tp, 16) + round_up(P % tp, 16);
+      if (p.K <= 160 || lanes <= dense_lanes) return TileMode::Rows;
+    }
+    if (p.OW > 32 && p.y_pitch == round_up(p.OW, 32)) {
+      const std::int64_t lanes = p.OH * ((segs - 1) * 64 + round_up(p.OW - (segs - 1) * 64, 16));
+      if (p.K <= 64 || lanes <= dense_lanes) return TileMode::Segments;
+    }
+    return TileMode::Dense;
   }();
-  const RowStore rs = by_rows ? make_row_store(p.OW) : RowStore{};
-  const std::int64_t TP = by_rows ? rs.R * p.OW : 64;   // positions per tile
-  const std::int64_t tiles = (P + TP - 1) / TP;
-  const std::int64_t slots = by_rows ? tiles * 64 : P;
+  const RowStore rs = mode == TileMode::Rows ? make_row_store(p.OW) : RowStore{};
+  // Positions per tile (Segments: per row) and tiles.
+  const std::int64_t TP = mode == TileMode::Rows ? rs.R * p.OW : 64;
+  const std::int64_t tiles = mode == TileMode::Segments ? p.OH * segs : (P + TP - 1) / TP;
+  const std::int64_t slots = mode == TileMode::Dense ? P : tiles * 64;
   const std::int64_t PB = round_up(slots, 16) + 16;  // B row length in slots (with overrun)
   std::uint8_t* B = grow(s.packed, static_cast<std::size_t>(p.K4 * PB * 4));
   const std::uint8_t flip = p.x_signed ? 0x80 : 0x00;
@@ -460,12 +493,14 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
         }
         std::int64_t pitch[4];
         for (int j = 0; j < 4; ++j) pitch[j] = src[j] == zero ? 0 : p.x_pitch;
-        if (by_rows) {  // W == OW: R input rows per 64 slots
+        if (mode == TileMode::Rows) {  // W == OW: R input rows per 64 slots
           for (std::int64_t t = 0; t < tiles; ++t) {
             const std::uint8_t* st[4];
             for (int j = 0; j < 4; ++j) st[j] = src[j] + t * rs.R * pitch[j];
             interleave4(dst + t * 256, st, flips, p.W, std::min(rs.R, p.H - t * rs.R), pitch);
           }
+        } else if (mode == TileMode::Segments) {  // each row in segs * 64 slots
+          interleave4(dst, src, flips, p.W, p.H, pitch, segs * 64);
         } else {
           interleave4(dst, src, flips, p.W, p.H, pitch);
         }
@@ -483,12 +518,16 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
             flips[j] = 0;
           }
         }
-        if (by_rows) {
+        if (mode == TileMode::Rows) {
           for (std::int64_t t = 0; t < tiles; ++t) {
             const std::uint8_t* st[4];
             for (int j = 0; j < 4; ++j) st[j] = src[j] + (src[j] == zero ? 0 : t * TP);
             interleave4(dst + t * 256, st, flips, std::min(TP, P - t * TP));
           }
+        } else if (mode == TileMode::Segments) {
+          std::int64_t pitch[4];
+          for (int j = 0; j < 4; ++j) pitch[j] = src[j] == zero ? 0 : p.OW;
+          interleave4(dst, src, flips, p.OW, p.OH, pitch, segs * 64);
         } else {
           interleave4(dst, src, flips, P);
         }
@@ -510,7 +549,6 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
     // output rows are written sequentially.
     const std::int32_t* wg = p.w_packed.data() + g * p.m_blocks * p.K4 * kConvMr;
     const std::int64_t chunk = std::max<std::int64_t>(1, (256 << 10) / (p.K4 * 256));  // tiles
-    const RowStore* rsp = by_rows ? &rs : nullptr;
     for (std::int64_t t0 = 0; t0 < tiles; t0 += chunk) {
       const std::int64_t t1 = std::min(tiles, t0 + chunk);
       for (std::int64_t mb = 0; mb < p.m_blocks; ++mb) {
@@ -519,13 +557,21 @@ FK_TARGET void conv_gemm(const ConvPlan& p, const std::uint8_t* x, std::uint8_t*
         const int mr = static_cast<int>(std::min<std::int64_t>(kConvMr, p.Mg - mb * kConvMr));
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t s0 = t * 64;
-          const std::int64_t np = std::min(TP, P - t * TP);
-          const std::int64_t h0 = t * rs.R;
+          std::int64_t np;
+          TilePlace at;
+          if (mode == TileMode::Segments) {
+            at.h0 = t / segs;
+            at.col0 = (t % segs) * 64;
+            np = std::min<std::int64_t>(64, p.OW - at.col0);
+          } else {
+            np = std::min(TP, P - t * TP);
+            at.h0 = t * rs.R;
+          }
           switch ((np + 15) / 16) {
-            case 4: gemm_tile<4>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
-            case 3: gemm_tile<3>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
-            case 2: gemm_tile<2>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
-            default: gemm_tile<1>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, rsp, h0); break;
+            case 4: gemm_tile<4>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, mode, rs, at); break;
+            case 3: gemm_tile<3>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, mode, rs, at); break;
+            case 2: gemm_tile<2>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, mode, rs, at); break;
+            default: gemm_tile<1>(p, B, PB, colsum, wb, m0, mr, s0, np, y, rq, mode, rs, at); break;
           }
         }
       }
