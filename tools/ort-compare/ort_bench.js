@@ -1,0 +1,52 @@
+// Times ONNX Runtime's CPU execution provider on one model, batch 1, one intra-op thread, the
+// setting of issue 8's target. Prints one JSON line: {"model", "ort", "runs", "p10_ms",
+// "median_ms", "p90_ms"}. Inputs are uniform random floats (timing does not depend on them).
+//
+// Usage: node ort_bench.js MODEL.onnx [RUNS]
+'use strict';
+const ort = require('onnxruntime-node');
+
+async function main() {
+  const model = process.argv[2];
+  const runs = parseInt(process.argv[3] || '300', 10);
+  if (!model || !(runs > 0)) {
+    console.error('usage: node ort_bench.js MODEL.onnx [RUNS]');
+    process.exit(2);
+  }
+  const session = await ort.InferenceSession.create(model, {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+  });
+  const feeds = {};
+  for (const meta of session.inputMetadata) {
+    if (meta.type !== 'float32') throw new Error(`input ${meta.name}: ${meta.type} is not float32`);
+    const dims = meta.shape.map((d) => (typeof d === 'number' ? d : 1));  // symbolic dims: 1
+    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < data.length; ++i) data[i] = Math.random();
+    feeds[meta.name] = new ort.Tensor('float32', data, dims);
+  }
+  for (let i = 0; i < 20; ++i) await session.run(feeds);  // warm-up
+  const ms = [];
+  for (let i = 0; i < runs; ++i) {
+    const start = process.hrtime.bigint();
+    await session.run(feeds);
+    ms.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  ms.sort((a, b) => a - b);
+  const at = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))];
+  console.log(JSON.stringify({
+    model,
+    ort: require('onnxruntime-node/package.json').version,
+    runs,
+    p10_ms: at(0.1),
+    median_ms: at(0.5),
+    p90_ms: at(0.9),
+  }));
+}
+
+main().catch((e) => {
+  console.error(`error: ${e.message}`);
+  process.exit(1);
+});
