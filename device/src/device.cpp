@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "furiosa/device/error.h"
+#include "text_scan.h"
 
 namespace furiosa::device {
 
@@ -18,27 +19,8 @@ bool DeviceFile::overlaps(const DeviceFile& other) const noexcept {
   return card == other.card && first_pe <= other.last_pe && other.first_pe <= last_pe;
 }
 
-namespace {
-
-// Consumes `prefix` from the front of `text`; false when it is not there.
-bool consume(std::string_view& text, std::string_view prefix) {
-  if (!text.starts_with(prefix)) return false;
-  text.remove_prefix(prefix.size());
-  return true;
-}
-
-// Consumes a run of 1..6 decimal digits into `value`; false when there is none (or too long,
-// which no real card or PE index needs and which keeps the value far from int overflow).
-bool consume_number(std::string_view& text, int& value) {
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 6) return false;
-  std::from_chars(text.data(), text.data() + digits, value);
-  text.remove_prefix(digits);
-  return true;
-}
-
-}  // namespace
+using detail::consume;
+using detail::consume_number;
 
 DeviceFile DeviceFile::parse(std::string_view text) {
   std::string_view rest = text;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "furiosa/device/error.h"
+#include "text_scan.h"
 
 namespace furiosa::device {
 
@@ -28,21 +29,8 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-bool consume(std::string_view& text, std::string_view prefix) {
-  if (!text.starts_with(prefix)) return false;
-  text.remove_prefix(prefix.size());
-  return true;
-}
-
-// Consumes 1..6 decimal digits into `value` (no sign, so never negative).
-bool consume_number(std::string_view& text, int& value) {
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 6) return false;
-  std::from_chars(text.data(), text.data() + digits, value);
-  text.remove_prefix(digits);
-  return true;
-}
+using detail::consume;
+using detail::consume_number;
 
 // Parses one item of a spec; `spec` is the whole spec for messages.
 class ItemParser {
