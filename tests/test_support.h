@@ -1,16 +1,39 @@
-// Helpers shared by the tests: where the real models and the ONNX test data are, and tensor
-// comparisons.
+// Helpers shared by the tests: where the real models and the ONNX test data are, tensor
+// comparisons, and running a command-line tool.
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
 
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "furiosa/device/tensor.h"
 
 namespace furiosa::test {
+
+/// What a shell command did: its exit status (-1 when it did not exit normally) and stdout.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+/// Runs `command` with /bin/sh (popen), capturing its standard output; stderr is left to the
+/// caller's redirections. Fails the test when the shell cannot be started.
+inline CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
 
 /// ../shared/models (FURIOSA_SHARED_MODELS_DIR). Fails the test with a clear message when the
 /// folder is missing: the real-model tests must not pass vacuously.

@@ -13,6 +13,7 @@
 #include "furiosa/device/driver.h"
 #include "furiosa/device/error.h"
 #include "furiosa/device/pcie.h"
+#include "test_support.h"
 
 using namespace furiosa;
 using namespace furiosa::device;
@@ -77,22 +78,9 @@ std::vector<std::string> names(const std::vector<DeviceFile>& files) {
   return result;
 }
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-};
+using Run = test::CommandResult;
 
-Run run(const std::string& command) {
-  Run r;
-  FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Run run(const std::string& command) { return test::run_command(command); }
 
 std::string furiosactl(const FakeTree& tree, const std::string& args) {
   return std::string("FURIOSA_SIM_CARDS=2 FURIOSA_SIM_PES_PER_CARD=2 ") + FURIOSACTL_BINARY +

@@ -30,13 +30,9 @@ Result furiosa_run(const std::string& args, const fs::path& dir) {
   const fs::path err = dir / "stderr.txt";
   const std::string cmd = fmt::format("'{}' {} 2>'{}'", FURIOSA_RUN_BINARY, args, err.string());
   Result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const test::CommandResult c = test::run_command(cmd);
+  r.exit_code = c.exit_code;
+  r.out = c.out;
   std::ifstream e(err);
   r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
   return r;
