@@ -74,40 +74,6 @@ std::string sanitize(const std::string& name) {
   return out;
 }
 
-// A random tensor of the description's dtype and shape: floats in [0, 1), integers over the
-// type's range.
-Tensor generate(const runtime::TensorDesc& d, std::mt19937_64& rng) {
-  Tensor t(d.dtype, d.shape);
-  switch (d.dtype) {
-    case DType::Float32: {
-      std::uniform_real_distribution<float> dist(0.0f, 1.0f);
-      for (auto& v : t.as<float>()) v = dist(rng);
-      break;
-    }
-    case DType::UInt8: {
-      std::uniform_int_distribution<int> dist(0, 255);
-      for (auto& v : t.as<std::uint8_t>()) v = static_cast<std::uint8_t>(dist(rng));
-      break;
-    }
-    case DType::Int8: {
-      std::uniform_int_distribution<int> dist(-128, 127);
-      for (auto& v : t.as<std::int8_t>()) v = static_cast<std::int8_t>(dist(rng));
-      break;
-    }
-    case DType::Int32: {
-      std::uniform_int_distribution<std::int32_t> dist(-1000, 1000);
-      for (auto& v : t.as<std::int32_t>()) v = dist(rng);
-      break;
-    }
-    case DType::Int64: {
-      std::uniform_int_distribution<std::int64_t> dist(-1000, 1000);
-      for (auto& v : t.as<std::int64_t>()) v = dist(rng);
-      break;
-    }
-  }
-  return t;
-}
-
 // Value i of a tensor as double (for printing scores).
 double value_at(const Tensor& t, std::int64_t i) {
   switch (t.dtype()) {
@@ -261,7 +227,7 @@ std::vector<Tensor> bench_inputs(const Args& a, const runtime::Model& model) {
   std::vector<Tensor> inputs;
   for (const auto& d : model.inputs) {
     auto it = given.find(d.name);
-    inputs.push_back(it != given.end() ? std::move(it->second) : generate(d, rng));
+    inputs.push_back(it != given.end() ? std::move(it->second) : tools::random_tensor(d, rng));
   }
   return inputs;
 }
@@ -355,7 +321,7 @@ int run(Args a) {
     if (auto it = given.find(d.name); it != given.end()) {
       inputs.push_back(std::move(it->second));
     } else {
-      inputs.push_back(generate(d, rng));
+      inputs.push_back(tools::random_tensor(d, rng));
       fmt::print("input {} generated from seed {}\n", d.name, a.seed);
     }
   }

@@ -26,6 +26,7 @@
 #include "furiosa/profiler/profiler.h"
 #include "furiosa/runtime/queue.h"
 #include "furiosa/runtime/runner.h"
+#include "src/bench.h"
 
 namespace {
 
@@ -81,24 +82,6 @@ double span_cost_ns(Mode mode, int threads, std::int64_t n, int reps) {
     }
   }
   return best;
-}
-
-/// A random tensor for `desc`.
-furiosa::Tensor random_tensor(const furiosa::runtime::TensorDesc& desc, std::mt19937& rng) {
-  furiosa::Tensor t(desc.dtype, desc.shape);
-  switch (desc.dtype) {
-    case furiosa::DType::Float32: {
-      std::uniform_real_distribution<float> dist(0.0f, 1.0f);
-      for (float& v : t.as<float>()) v = dist(rng);
-      break;
-    }
-    default: {
-      std::uniform_int_distribution<int> dist(0, 255);
-      for (std::byte& b : t.bytes()) b = static_cast<std::byte>(dist(rng));
-      break;
-    }
-  }
-  return t;
 }
 
 /// Inferences per second of `callers` threads each running `per_caller` inferences.
@@ -246,7 +229,6 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "profiler-bench: error: model '{}' not found\n", model);
       return 1;
     }
-    std::mt19937 rng(7);
     const double inferences_per_block = 2.0 * per_caller;
     {
       fmt::print("\nMobileNetV2 int8, sync mode (create_runner, worker_num 2, 2 caller threads x {} "
@@ -257,8 +239,7 @@ int main(int argc, char** argv) {
       options.worker_num = 2;
       options.profiler = profiler;
       auto runner = furiosa::runtime::create_runner(model, options);
-      std::vector<furiosa::Tensor> inputs;
-      for (const auto& desc : runner->model().inputs) inputs.push_back(random_tensor(desc, rng));
+      const auto inputs = furiosa::tools::random_inputs(runner->model(), 1);
       profiler->pause();
       (void)throughput(*runner, inputs, 2, per_caller);  // warm-up
       compare_on_off(*profiler, rounds, inferences_per_block, on2,
@@ -273,8 +254,7 @@ int main(int argc, char** argv) {
       options.worker_num = 2;
       options.profiler = profiler;
       auto [submitter, receiver] = furiosa::runtime::create_queue(model, options);
-      std::vector<furiosa::Tensor> inputs;
-      for (const auto& desc : submitter.model().inputs) inputs.push_back(random_tensor(desc, rng));
+      const auto inputs = furiosa::tools::random_inputs(submitter.model(), 1);
       profiler->pause();
       (void)async_throughput(submitter, receiver, inputs, 2 * per_caller);  // warm-up
       compare_on_off(*profiler, rounds, inferences_per_block, on2, [&] {

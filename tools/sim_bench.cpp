@@ -32,6 +32,7 @@
 #include "furiosa/device/sim.h"
 #include "furiosa/runtime/runner.h"
 #include "kernels.h"
+#include "src/bench.h"
 
 namespace fs = std::filesystem;
 using namespace furiosa;
@@ -55,40 +56,6 @@ double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
-}
-
-// Random inputs of the model's descriptions: floats in [0, 1), integers over the type's range.
-std::vector<Tensor> make_inputs(const runtime::Model& model, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Tensor> inputs;
-  for (const auto& d : model.inputs) {
-    Tensor t(d.dtype, d.shape);
-    switch (d.dtype) {
-      case DType::Float32: {
-        std::uniform_real_distribution<float> dist(0.0f, 1.0f);
-        for (auto& v : t.as<float>()) v = dist(rng);
-        break;
-      }
-      case DType::UInt8:
-      case DType::Int8: {
-        std::uniform_int_distribution<int> dist(0, 255);
-        for (auto& b : t.bytes()) b = static_cast<std::byte>(dist(rng));
-        break;
-      }
-      case DType::Int32: {
-        std::uniform_int_distribution<std::int32_t> dist(-100, 100);
-        for (auto& v : t.as<std::int32_t>()) v = dist(rng);
-        break;
-      }
-      case DType::Int64: {
-        std::uniform_int_distribution<std::int64_t> dist(0, 10);
-        for (auto& v : t.as<std::int64_t>()) v = dist(rng);
-        break;
-      }
-    }
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,7 +257,7 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
   config.pacing = false;
   auto driver = device::create_sim_driver(config);
   auto runner0 = runtime::create_runner(path, runner_options(*driver, "npu0pe0"));
-  const auto inputs = make_inputs(runner0->model(), 42);
+  const auto inputs = tools::random_inputs(runner0->model(), 42);
   for (int i = 0; i < 10; ++i) runner0->run(inputs);  // warm-up
 
   // Latency, 1 worker.
@@ -334,7 +301,7 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
   // QPS with 1 and 2 workers.
   std::vector<double> q1, q2;
   auto runner1 = runtime::create_runner(path, runner_options(*driver, "npu0pe1"));
-  const auto inputs1 = make_inputs(runner1->model(), 43);
+  const auto inputs1 = tools::random_inputs(runner1->model(), 43);
   for (int i = 0; i < 5; ++i) runner1->run(inputs1);
   for (int r = 0; r < opt.repeats; ++r) {
     q1.push_back(measure_qps({runner0.get()}, {inputs}, opt.qps_seconds));

@@ -74,6 +74,45 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
 
 }  // namespace
 
+Tensor random_tensor(const runtime::TensorDesc& d, std::mt19937_64& rng) {
+  Tensor t(d.dtype, d.shape);
+  switch (d.dtype) {
+    case DType::Float32: {
+      std::uniform_real_distribution<float> dist(0.0f, 1.0f);
+      for (auto& v : t.as<float>()) v = dist(rng);
+      break;
+    }
+    case DType::UInt8: {
+      std::uniform_int_distribution<int> dist(0, 255);
+      for (auto& v : t.as<std::uint8_t>()) v = static_cast<std::uint8_t>(dist(rng));
+      break;
+    }
+    case DType::Int8: {
+      std::uniform_int_distribution<int> dist(-128, 127);
+      for (auto& v : t.as<std::int8_t>()) v = static_cast<std::int8_t>(dist(rng));
+      break;
+    }
+    case DType::Int32: {
+      std::uniform_int_distribution<std::int32_t> dist(-1000, 1000);
+      for (auto& v : t.as<std::int32_t>()) v = dist(rng);
+      break;
+    }
+    case DType::Int64: {
+      std::uniform_int_distribution<std::int64_t> dist(-1000, 1000);
+      for (auto& v : t.as<std::int64_t>()) v = dist(rng);
+      break;
+    }
+  }
+  return t;
+}
+
+std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> inputs;
+  for (const auto& d : model.inputs) inputs.push_back(random_tensor(d, rng));
+  return inputs;
+}
+
 BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) {
   if (o.mode != "sync" && o.mode != "async") {
     throw Error(ErrorCode::InvalidArgument, fmt::format("--mode '{}': expected sync or async", o.mode));

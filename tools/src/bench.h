@@ -1,9 +1,10 @@
 // furiosa-run's benchmark mode (like furiosa-bench): sync or async load, QPS and latency
-// percentiles.
+// percentiles; and the random inputs the tools feed models.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ struct BenchResult {
   double min_us = 0, mean_us = 0, p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
   std::string devices;
 };
+
+/// A tensor of `desc`'s dtype and shape filled from `rng`: floats uniform in [0, 1), 8-bit
+/// integers over the type's range, int32 and int64 uniform in [-1000, 1000].
+Tensor random_tensor(const runtime::TensorDesc& desc, std::mt19937_64& rng);
+
+/// random_tensor() for each of the model's inputs in order, from one generator seeded `seed`.
+std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t seed);
 
 /// Runs the benchmark with `inputs` (model input order) and prints the figures to stdout
 /// (unless options.print is false).
