@@ -275,6 +275,11 @@ TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][co
       {1, 58, 28, 28, 58, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, false, true, false, 1.0f},
       {1, 160, 7, 7, 37, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, I8, U8, I8, L, L, true, true, false, 1.0f},
       {1, 17, 14, 14, 96, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, false, false, 1.0f},
+      // row segments (OW > 32): 112 = 64 + 48 per row, and 224 whose last segment ends the
+      // padded row after 32 bytes; weight zero points on
+      {1, 16, 4, 112, 20, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, true, false, 1.0f},
+      {1, 8, 3, 224, 12, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, I8, U8, I8, L, L, true, true, false, 1.0f},
+      {1, 3, 9, 80, 16, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, U8, U8, U8, L, L, true, true, false, 1.0f},
       // first layer: 3x3 stride 2 over 3 channels
       {1, 3, 45, 45, 32, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
       // depthwise 3x3 stride 1 / 2, widths around vector sizes
