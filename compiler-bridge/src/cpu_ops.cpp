@@ -1258,13 +1258,29 @@ std::vector<Tensor> run_reduce_mean(const Ctx& c, const OutInfos& o) {
   }
   std::vector<double> acc(static_cast<std::size_t>(ty.elements()), 0.0);
   const float* x = tx.as<float>().data();
-  strided_rows<1>(xs, {st}, {0},
-                  [&](std::int64_t o2, std::array<std::int64_t, 1> off, std::int64_t len,
-                      std::array<std::int64_t, 1> inner) {
-                    for (std::int64_t j = 0; j < len; ++j) {
-                      acc[static_cast<std::size_t>(off[0] + j * inner[0])] += x[o2 + j];
-                    }
-                  });
+  // Reduced dims all after the kept ones (global average pooling over H, W): each output is the
+  // sum of one contiguous block, added in the same order as the general walk below (so the
+  // same double result), without its per-element index arithmetic.
+  std::size_t first_reduced = xs.size();
+  while (first_reduced > 0 && r.reduced[first_reduced - 1]) --first_reduced;
+  bool trailing = true;
+  for (std::size_t d = 0; d < first_reduced; ++d) trailing = trailing && !r.reduced[d];
+  if (trailing) {
+    for (std::size_t i = 0; i < acc.size(); ++i) {
+      const float* block = x + static_cast<std::int64_t>(i) * count;
+      double sum = 0.0;
+      for (std::int64_t j = 0; j < count; ++j) sum += block[j];
+      acc[i] = sum;
+    }
+  } else {
+    strided_rows<1>(xs, {st}, {0},
+                    [&](std::int64_t o2, std::array<std::int64_t, 1> off, std::int64_t len,
+                        std::array<std::int64_t, 1> inner) {
+                      for (std::int64_t j = 0; j < len; ++j) {
+                        acc[static_cast<std::size_t>(off[0] + j * inner[0])] += x[o2 + j];
+                      }
+                    });
+  }
   auto y = ty.as<float>();
   for (std::size_t i = 0; i < acc.size(); ++i) {
     y[i] = static_cast<float>(acc[i] / static_cast<double>(count));
