@@ -804,7 +804,121 @@ FK_TARGET void depthwise_channel(const ConvPlan& p, const std::uint8_t* plane, s
   }
 }
 
+// Narrow depthwise layers (3-row kernels of at most 4 taps, stride 1, no dilation, OW <= 8,
+// lowered outputs): two output rows per vector. The padded plane has rows of 16 bytes, so one
+// 64-byte window holds 4 plane rows and lane l of a vector reads row l / 8, column l % 8: a
+// vector computes rows oh, oh + 1 (7 of 8 lanes each for 7 x 7) instead of one row in 16 lanes,
+// and four row pairs share their 9 windows. Their 64 requantized bytes go onto the 32-byte
+// padded output rows through one vpermb per pair of rows.
+bool dw_narrow_supported(const ConvPlan& p) {
+  return p.kH == 3 && p.taps4 == 1 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 &&
+         p.OW <= 8 && p.OW + p.kW - 1 <= 16 && p.pl + p.W <= 16 && p.y_pitch == 32 && p.OH >= 2;
+}
+
+template <bool WZ>
+FK_TARGET void dw_narrow_channel(const ConvPlan& p, const std::uint8_t* plane, std::int64_t m,
+                                 __m512i idx, const __m512i* out_idx, __mmask64 keep,
+                                 const Requant& rq, std::uint8_t* out) {
+  const std::int32_t* words = p.dw_words.data() + m * 3;
+  const __m512i wk[3] = {_mm512_set1_epi32(words[0]), _mm512_set1_epi32(words[1]),
+                         _mm512_set1_epi32(words[2])};
+  const __m512i c0 = _mm512_set1_epi32(p.c0[static_cast<std::size_t>(m)]);
+  const __m512 mult = _mm512_set1_ps(p.mult[static_cast<std::size_t>(m)]);
+  const __m512i wzv = _mm512_set1_epi32(p.wz[static_cast<std::size_t>(m)]);
+  const __m512i ones = _mm512_set1_epi32(p.dw_ones[0]);
+  for (std::int64_t h0 = 0; h0 < p.OH; h0 += 8) {
+    const std::int64_t rows = std::min<std::int64_t>(8, p.OH - h0);
+    const int pairs = static_cast<int>((rows + 1) / 2);
+    __m512i v[9];  // windows from plane rows h0 .. h0 + 8
+#pragma GCC unroll 9
+    for (int r = 0; r < 9; ++r) {
+      if (r < 2 * pairs + 1) v[r] = _mm512_permutexvar_epi8(idx, _mm512_loadu_si512(plane + (h0 + r) * 16));
+    }
+    __m512 f[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      if (q >= pairs) {
+        f[q] = _mm512_setzero_ps();
+        continue;
+      }
+      __m512i a = _mm512_dpbusd_epi32(c0, v[2 * q], wk[0]);
+      a = _mm512_dpbusd_epi32(a, v[2 * q + 1], wk[1]);
+      a = _mm512_dpbusd_epi32(a, v[2 * q + 2], wk[2]);
+      if constexpr (WZ) {
+        __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[2 * q], ones);
+        sum = _mm512_dpbusd_epi32(sum, v[2 * q + 1], ones);
+        sum = _mm512_dpbusd_epi32(sum, v[2 * q + 2], ones);
+        a = _mm512_sub_epi32(a, _mm512_mullo_epi32(sum, wzv));
+      }
+      f[q] = _mm512_mul_ps(_mm512_cvtepi32_ps(a), mult);
+    }
+    const __m512i qv = requant64(f[0], f[1], f[2], f[3], rq);
+    std::uint8_t* dst = out + h0 * 32;
+    for (int q = 0; q < pairs; ++q) {
+      const __m512i o = _mm512_maskz_permutexvar_epi8(keep, out_idx[q], qv);
+      if (2 * q + 1 < rows) {
+        _mm512_storeu_si512(dst + 64 * q, o);
+      } else {  // an odd last row: half a store
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * q), _mm512_castsi512_si256(o));
+      }
+    }
+  }
+  (void)ones;
+  (void)wzv;
+}
+
+FK_TARGET void conv_depthwise_narrow(const ConvPlan& p, const std::uint8_t* x, std::uint8_t* y) {
+  Scratch& s = t_scratch;
+  const std::int64_t rows = p.OH + 2;                 // padded rows read
+  const std::int64_t alloc_rows = round_up(rows, 8) + 4;  // windows read 4 rows past the last group
+  std::uint8_t* plane = grow(s.plane, static_cast<std::size_t>(alloc_rows * 16));
+  const std::uint8_t flip = p.x_signed ? 0x80 : 0x00;
+  const Requant rq = make_requant(p.yz, p.qmin, acc_bound(p.mult));
+  // Lane l: output row l / 8 of the pair, column l % 8; byte t: tap t.
+  alignas(64) std::uint8_t bytes[64];
+  for (int l = 0; l < 16; ++l) {
+    for (int t = 0; t < 4; ++t) bytes[4 * l + t] = static_cast<std::uint8_t>((l / 8) * 16 + l % 8 + t);
+  }
+  const __m512i idx = _mm512_load_si512(bytes);
+  // Store q writes output rows 2q, 2q + 1 (64 bytes); byte b: row b / 32, column b % 32, from
+  // byte 16 q + (b / 32) * 8 + column of the requantized vector; columns >= OW are padding.
+  __m512i out_idx[4];
+  __mmask64 keep = 0;
+  for (int b = 0; b < 64; ++b) {
+    if (b % 32 < p.OW) keep |= __mmask64{1} << b;
+  }
+  for (int q = 0; q < 4; ++q) {
+    for (int b = 0; b < 64; ++b) bytes[b] = static_cast<std::uint8_t>((16 * q + (b / 32) * 8 + b % 32) & 63);
+    out_idx[q] = _mm512_load_si512(bytes);
+  }
+  const __m128i padv = _mm_set1_epi8(static_cast<char>(p.xz));
+  const __m128i flipv = _mm_set1_epi8(static_cast<char>(flip));
+  for (std::int64_t i = 0; i < alloc_rows; ++i) _mm_storeu_si128(reinterpret_cast<__m128i*>(plane + i * 16), padv);
+  const __mmask16 wmask = mask16(p.W);
+  const std::int64_t last = std::min(p.H, rows - p.pt);  // input rows inside the plane
+  const std::int64_t y_plane = p.OH * p.y_pitch;
+  for (std::int64_t c = 0; c < p.C; ++c) {
+    // The channel's rows at column pl; the 16-byte stores' bytes past W are the pad byte, so
+    // the padding around the input (left, right, and the next row's left) is never changed.
+    const std::uint8_t* xc = x + c * p.H * p.x_pitch;
+    for (std::int64_t ih = 0; ih < last; ++ih) {
+      const __m128i v = _mm_xor_si128(_mm_maskz_loadu_epi8(wmask, xc + ih * p.x_pitch), flipv);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(plane + (ih + p.pt) * 16 + p.pl),
+                       _mm_mask_mov_epi8(padv, wmask, v));
+    }
+    for (std::int64_t m = c * p.Mg; m < (c + 1) * p.Mg; ++m) {
+      std::uint8_t* out = y + m * y_plane;
+      if (p.wz[static_cast<std::size_t>(m)] != 0) {
+        dw_narrow_channel<true>(p, plane, m, idx, out_idx, keep, rq, out);
+      } else {
+        dw_narrow_channel<false>(p, plane, m, idx, out_idx, keep, rq, out);
+      }
+    }
+  }
+}
+
 FK_TARGET void conv_depthwise(const ConvPlan& p, const std::uint8_t* x, std::uint8_t* y) {
+  if (dw_narrow_supported(p)) return conv_depthwise_narrow(p, x, y);
   Scratch& s = t_scratch;
   const std::int64_t rows = (p.OH - 1) * p.sh + (p.kH - 1) * p.dh + 1;
   const std::int64_t ow_vecs = (p.OW + 15) / 16;

@@ -286,6 +286,12 @@ TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][co
       {1, 19, 33, 33, 19, 3, 3, 19, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
       {1, 11, 66, 66, 11, 3, 3, 11, {1, 1, 1, 1}, {2, 2}, {1, 1}, I8, I8, I8, L, L, true, true, true, 1.0f},
       {1, 7, 17, 130, 7, 3, 3, 7, {0, 1, 2, 1}, {1, 2}, {2, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+      // narrow depthwise (OW <= 8: two output rows per vector): 7 x 7 like MobileNetV2's last
+      // stages, 11 rows (two groups of 8, an odd last row) with a depth multiplier of 2,
+      // kernel width 2 at OW 8; weight zero points on
+      {1, 24, 7, 7, 24, 3, 3, 24, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+      {1, 10, 11, 6, 20, 3, 3, 10, {0, 1, 2, 1}, {1, 1}, {1, 1}, I8, U8, I8, L, L, true, true, true, 1.0f},
+      {1, 9, 6, 8, 9, 3, 2, 9, {1, 0, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
       // depthwise with kernel widths beyond 4 taps and strides beyond the vpermb window
       {1, 5, 20, 40, 5, 5, 7, 5, {2, 3, 2, 3}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
       {1, 4, 30, 90, 4, 3, 3, 4, {1, 1, 1, 1}, {5, 5}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
