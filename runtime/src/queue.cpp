@@ -13,7 +13,6 @@
 #include <mutex>
 
 #include "furiosa/compiler/tflite_import.h"
-#include "model_desc.h"
 #include "session.h"
 
 namespace furiosa::runtime {
@@ -43,7 +42,7 @@ struct Mailbox {
 struct QueueState {
   std::shared_ptr<Mailbox> mailbox;
   std::unique_ptr<Session> session;
-  Model model;  // the session's, with the compiler's recorded formats
+  Model model;  // the session's (with the compiler's recorded formats)
 };
 
 }  // namespace detail
@@ -155,7 +154,7 @@ std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOp
   state->session = std::make_unique<detail::Session>(
       std::move(graph), detail::SessionConfig{options.device, options.worker_num, options.batch_size,
                                               options.compiler_config, options.profiler, options.driver});
-  state->model = detail::with_recorded_formats(state->session->model(), state->session->compiled());
+  state->model = state->session->model();
   return {Submitter(state), Receiver(state)};
 }
 

@@ -14,7 +14,6 @@
 #include <future>
 #include <optional>
 
-#include "model_desc.h"
 #include "session.h"
 #include "furiosa/compiler/tflite_import.h"
 
@@ -37,7 +36,7 @@ std::string TensorDesc::to_string() const {
 
 struct Runner::Impl {
   std::unique_ptr<detail::Session> session;
-  Model model;  // the session's, with the compiler's recorded formats (NHWC for TFLite images)
+  Model model;  // the session's (with the compiler's recorded formats, e.g. NHWC for TFLite)
 };
 
 Runner::Runner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -107,7 +106,7 @@ std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions
   impl->session = std::make_unique<detail::Session>(
       std::move(graph), detail::SessionConfig{options.device, options.worker_num, options.batch_size,
                                               options.compiler_config, options.profiler, options.driver});
-  impl->model = detail::with_recorded_formats(impl->session->model(), impl->session->compiled());
+  impl->model = impl->session->model();
   return std::make_unique<Runner>(std::move(impl));
 }
 

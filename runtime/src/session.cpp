@@ -88,13 +88,17 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     copts.batch_size = config.batch_size;
     compiled_ = compiler::compile(std::move(graph), copts);
   }
+  // Formats: the axis naming the compiler recorded for the slot (e.g. "NHWC" for TFLite
+  // images), else the rank-based default.
+  const auto desc = [](const compiler::HostSlot& slot) {
+    return TensorDesc{slot.name, slot.dtype, slot.shape,
+                      slot.format.empty() ? format_of(slot.shape) : slot.format};
+  };
   for (int s : compiled_.input_slots) {
-    const auto& slot = compiled_.slots[static_cast<std::size_t>(s)];
-    model_.inputs.push_back({slot.name, slot.dtype, slot.shape, format_of(slot.shape)});
+    model_.inputs.push_back(desc(compiled_.slots[static_cast<std::size_t>(s)]));
   }
   for (int s : compiled_.output_slots) {
-    const auto& slot = compiled_.slots[static_cast<std::size_t>(s)];
-    model_.outputs.push_back({slot.name, slot.dtype, slot.shape, format_of(slot.shape)});
+    model_.outputs.push_back(desc(compiled_.slots[static_cast<std::size_t>(s)]));
   }
   for (const auto& file : files) {
     auto slot = std::make_unique<DeviceSlot>();
