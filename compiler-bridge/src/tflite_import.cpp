@@ -542,6 +542,16 @@ class Importer {
     if (!info(t).data) bad(fmt::format("{} '{}' must be a constant", what, info(t).name));
   }
 
+  // A weight tensor the NPU can take: a constant of uint8 or int8.
+  void require_quantized_weight(int w) const {
+    require_constant(w, "weight");
+    const DType wd = dtype(w);
+    if (!is_quantized(wd)) {
+      unsupported(fmt::format("weight '{}' is {}; only uint8/int8 weights are supported",
+                              info(w).name, dtype_name(wd)));
+    }
+  }
+
   // The output clamp of a fused activation (TFLite CalculateActivationRangeQuantized).
   std::array<std::int32_t, 2> activation_range(fb::ActivationFunctionType act, int y) const {
     const auto [qmin, qmax] = isa::quant_range(dtype(y));
@@ -666,9 +676,8 @@ class Importer {
     require_arity(in, 2, 3, out);
     const int x = in[0], w = in[1], b = in.size() > 2 ? in[2] : -1, y = out[0];
     require_quantized({x, y});
-    require_constant(w, "weight");
+    require_quantized_weight(w);
     const DType wd = dtype(w);
-    if (!is_quantized(wd)) unsupported(fmt::format("weight '{}' is {}; only uint8/int8 weights are supported", info(w).name, dtype_name(wd)));
     const Shape& xs = info(x).shape;
     const Shape& ws = info(w).shape;
     if (xs.size() != 4 || ws.size() != 4) bad("input and weight must be 4-D (NHWC, OHWI / 1HWO)");
@@ -775,9 +784,8 @@ class Importer {
     require_arity(in, 2, 3, out);
     const int x = in[0], w = in[1], b = in.size() > 2 ? in[2] : -1, y = out[0];
     require_quantized({x, y});
-    require_constant(w, "weight");
+    require_quantized_weight(w);
     const DType wd = dtype(w);
-    if (!is_quantized(wd)) unsupported(fmt::format("weight '{}' is {}; only uint8/int8 weights are supported", info(w).name, dtype_name(wd)));
     const auto* o = op.builtin_options_as_FullyConnectedOptions();
     const auto act = o ? o->fused_activation_function() : fb::ActivationFunctionType::NONE;
     if (o && o->weights_format() != fb::FullyConnectedOptionsWeightsFormat::DEFAULT) {
