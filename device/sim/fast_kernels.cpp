@@ -658,6 +658,25 @@ FK_TARGET inline __m512i dw_acc(const ConvPlan& p, const std::uint8_t* base,
   return acc;
 }
 
+// c0 + the dot products of the permuted windows of 3 kernel rows (v0, v1, v2) with their
+// weight words, with the weight zero point term taken off when WZ.
+template <bool WZ>
+FK_TARGET inline __m512i dw_dot3(__m512i v0, __m512i v1, __m512i v2, const __m512i* wk,
+                                 __m512i c0, __m512i ones, __m512i wzv) {
+  __m512i a = _mm512_dpbusd_epi32(c0, v0, wk[0]);
+  a = _mm512_dpbusd_epi32(a, v1, wk[1]);
+  a = _mm512_dpbusd_epi32(a, v2, wk[2]);
+  if constexpr (WZ) {
+    __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v0, ones);
+    sum = _mm512_dpbusd_epi32(sum, v1, ones);
+    sum = _mm512_dpbusd_epi32(sum, v2, ones);
+    a = _mm512_sub_epi32(a, _mm512_mullo_epi32(sum, wzv));
+  }
+  (void)ones;
+  (void)wzv;
+  return a;
+}
+
 // Accumulators of NJ output rows j = 0 .. NJ - 1 at the same columns, whose kernel rows start
 // at plane rows j * SH (relative to `base`, rows S bytes apart, no row dilation), for a kernel
 // of 3 rows of at most 4 taps: each plane row is loaded and permuted once and serves every
@@ -674,19 +693,8 @@ FK_TARGET inline void dw_acc3_rows(const std::uint8_t* base, std::int64_t S, __m
   }
 #pragma GCC unroll 4
   for (int j = 0; j < NJ; ++j) {
-    __m512i a = _mm512_dpbusd_epi32(c0, v[j * SH], wk[0]);
-    a = _mm512_dpbusd_epi32(a, v[j * SH + 1], wk[1]);
-    a = _mm512_dpbusd_epi32(a, v[j * SH + 2], wk[2]);
-    if constexpr (WZ) {
-      __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[j * SH], ones0);
-      sum = _mm512_dpbusd_epi32(sum, v[j * SH + 1], ones0);
-      sum = _mm512_dpbusd_epi32(sum, v[j * SH + 2], ones0);
-      a = _mm512_sub_epi32(a, _mm512_mullo_epi32(sum, wzv));
-    }
-    acc[j] = a;
+    acc[j] = dw_dot3<WZ>(v[j * SH], v[j * SH + 1], v[j * SH + 2], wk, c0, ones0, wzv);
   }
-  (void)ones0;
-  (void)wzv;
 }
 
 // Depthwise rows of output channel m from its padded input plane. Outputs are requantized 64
@@ -841,15 +849,7 @@ FK_TARGET void dw_narrow_channel(const ConvPlan& p, const std::uint8_t* plane, s
         f[q] = _mm512_setzero_ps();
         continue;
       }
-      __m512i a = _mm512_dpbusd_epi32(c0, v[2 * q], wk[0]);
-      a = _mm512_dpbusd_epi32(a, v[2 * q + 1], wk[1]);
-      a = _mm512_dpbusd_epi32(a, v[2 * q + 2], wk[2]);
-      if constexpr (WZ) {
-        __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[2 * q], ones);
-        sum = _mm512_dpbusd_epi32(sum, v[2 * q + 1], ones);
-        sum = _mm512_dpbusd_epi32(sum, v[2 * q + 2], ones);
-        a = _mm512_sub_epi32(a, _mm512_mullo_epi32(sum, wzv));
-      }
+      const __m512i a = dw_dot3<WZ>(v[2 * q], v[2 * q + 1], v[2 * q + 2], wk, c0, ones, wzv);
       f[q] = _mm512_mul_ps(_mm512_cvtepi32_ps(a), mult);
     }
     const __m512i qv = requant64(f[0], f[1], f[2], f[3], rq);
@@ -863,8 +863,6 @@ FK_TARGET void dw_narrow_channel(const ConvPlan& p, const std::uint8_t* plane, s
       }
     }
   }
-  (void)ones;
-  (void)wzv;
 }
 
 FK_TARGET void conv_depthwise_narrow(const ConvPlan& p, const std::uint8_t* x, std::uint8_t* y) {
