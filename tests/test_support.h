@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/tensor.h"
 
 namespace furiosa::test {
 

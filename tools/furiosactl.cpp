@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "furiosa/device/driver.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/pcie.h"
 
 using namespace furiosa;

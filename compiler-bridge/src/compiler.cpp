@@ -33,7 +33,7 @@
 #include <set>
 
 #include "furiosa/compiler/cpu_ops.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "graph_utils.h"
 
 namespace furiosa::compiler {

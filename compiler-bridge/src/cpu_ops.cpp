@@ -16,7 +16,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::compiler {
 namespace {

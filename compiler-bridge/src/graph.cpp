@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::compiler {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::compiler::detail {
 

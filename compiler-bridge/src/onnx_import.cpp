@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::compiler {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/compiler/cpu_ops.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "graph_utils.h"
 
 namespace furiosa::compiler {

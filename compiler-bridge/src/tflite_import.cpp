@@ -30,7 +30,7 @@
 #include <sstream>
 
 #include "furiosa/compiler/onnx_import.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/isa.h"
 #include "tflite_subset_generated.h"
 

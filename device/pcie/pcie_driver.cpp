@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/pcie.h"
 
 namespace furiosa::device {

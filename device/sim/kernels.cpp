@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "fast_kernels.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::device::sim {
 

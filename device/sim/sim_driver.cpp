@@ -49,7 +49,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/sim.h"
 #include "kernels.h"
 #include "timing.h"

@@ -5,7 +5,7 @@
 
 #include <charconv>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "text_scan.h"
 
 namespace furiosa::device {
@@ -73,14 +73,38 @@ const ExecutionTiming& Fence::timing() const {
   return timing_;
 }
 
-void Fence::signal(ExecutionTiming timing) {
-  {
-    std::lock_guard lock(mu_);
-    if (done_) return;
-    timing_ = std::move(timing);
-    done_ = true;
+void Fence::on_signal(std::function<void()> callback) {
+  std::unique_lock lock(mu_);
+  if (!done_) {
+    callbacks_.push_back(std::move(callback));
+    return;
   }
+  lock.unlock();
+  try {
+    callback();
+  } catch (...) {  // a callback's failure must not reach the backend thread (documented)
+  }
+}
+
+void Fence::complete(std::unique_lock<std::mutex>& lock) {
+  done_ = true;
+  std::vector<std::function<void()>> callbacks = std::move(callbacks_);
+  callbacks_.clear();
+  lock.unlock();
   cv_.notify_all();
+  for (auto& callback : callbacks) {
+    try {
+      callback();
+    } catch (...) {
+    }
+  }
+}
+
+void Fence::signal(ExecutionTiming timing) {
+  std::unique_lock lock(mu_);
+  if (done_) return;
+  timing_ = std::move(timing);
+  complete(lock);
 }
 
 void Fence::fail(std::exception_ptr error) {
@@ -88,13 +112,10 @@ void Fence::fail(std::exception_ptr error) {
   if (!error) {
     error = std::make_exception_ptr(Error(ErrorCode::Internal, "fence failed without an error"));
   }
-  {
-    std::lock_guard lock(mu_);
-    if (done_) return;
-    error_ = std::move(error);
-    done_ = true;
-  }
-  cv_.notify_all();
+  std::unique_lock lock(mu_);
+  if (done_) return;
+  error_ = std::move(error);
+  complete(lock);
 }
 
 }  // namespace furiosa::device

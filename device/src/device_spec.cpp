@@ -9,7 +9,7 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "text_scan.h"
 
 namespace furiosa::device {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/pcie.h"
 #include "furiosa/device/sim.h"
 

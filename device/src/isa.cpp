@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::isa {
 

@@ -65,6 +65,7 @@
 #include <fmt/format.h>
 
 #include "analysis.h"
+#include "output_file.h"
 #include "span_order.h"
 
 namespace furiosa::profiler::detail {
@@ -352,19 +353,7 @@ void write_chrome_trace_file(const std::filesystem::path& path, std::vector<Span
   const std::string text =
       chrome_trace_document(std::move(spans), info)
           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    const int err = errno;
-    throw std::runtime_error(fmt::format("cannot open trace file '{}' for writing{}{}",
-                                         path.string(), err != 0 ? ": " : "",
-                                         err != 0 ? std::strerror(err) : ""));
-  }
-  out << text << '\n';
-  out.close();
-  if (!out) {
-    throw std::runtime_error(fmt::format("failed to write trace file '{}'", path.string()));
-  }
+  write_output_file(path, "trace file", [&](std::ostream& out) { out << text << '\n'; });
 }
 
 }  // namespace furiosa::profiler::detail

@@ -33,7 +33,7 @@ struct TraceInfo {
 nlohmann::json chrome_trace_document(std::vector<SpanRecord> spans, const TraceInfo& info = {});
 
 /// Writes chrome_trace_document(spans, info) to `path` (created or truncated). Throws
-/// std::runtime_error naming the path when the file cannot be opened or written.
+/// Error(IoError) naming the path when the file cannot be opened or written.
 void write_chrome_trace_file(const std::filesystem::path& path, std::vector<SpanRecord> spans,
                              const TraceInfo& info = {});
 

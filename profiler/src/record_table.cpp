@@ -15,6 +15,9 @@
 
 #include <fmt/format.h>
 
+#include "furiosa/core/error.h"
+#include "output_file.h"
+
 namespace furiosa::profiler {
 namespace {
 
@@ -129,7 +132,8 @@ class CsvReader {
   }
 
   [[noreturn]] void fail(std::size_t line, std::string_view what) const {
-    throw std::runtime_error(fmt::format("{}: line {}: {}", source_, line, what));
+    throw Error(ErrorCode::InvalidInput, fmt::format("{}: line {}: {}", source_, line, what),
+                ErrorSubject::of_file(std::string(source_)));
   }
 
  private:
@@ -207,19 +211,7 @@ void RecordTable::write_csv(std::ostream& out) const {
 }
 
 void RecordTable::write_csv(const std::filesystem::path& path) const {
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    const int err = errno;
-    throw std::runtime_error(fmt::format("cannot open record table '{}' for writing{}{}",
-                                         path.string(), err != 0 ? ": " : "",
-                                         err != 0 ? std::strerror(err) : ""));
-  }
-  write_csv(out);
-  out.close();
-  if (!out) {
-    throw std::runtime_error(fmt::format("failed to write record table '{}'", path.string()));
-  }
+  detail::write_output_file(path, "record table", [&](std::ostream& out) { write_csv(out); });
 }
 
 RecordTable RecordTable::read_csv(std::istream& in, std::string_view source) {

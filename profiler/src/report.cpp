@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "furiosa/core/error.h"
+
 #include "analysis.h"
 #include "span_order.h"
 
@@ -307,8 +309,8 @@ void print_report(std::ostream& out, ReportKind kind, const std::vector<SpanReco
 void print_report(std::ostream& out, std::string_view name, const std::vector<SpanRecord>& spans) {
   const std::optional<ReportKind> kind = parse_report_kind(name);
   if (!kind) {
-    throw std::invalid_argument(
-        fmt::format("unknown report '{}' (expected one of {})", name, kReportNames));
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("unknown report '{}' (expected one of {})", name, kReportNames));
   }
   print_report(out, *kind, spans);
 }

@@ -1,6 +1,8 @@
 // Reading a Chrome trace or a CSV record table back into a RecordTable.
 #include "furiosa/profiler/trace_reader.h"
 
+#include "furiosa/core/error.h"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -21,7 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-/// Thrown inside the reader and turned into one std::runtime_error line naming the source.
+/// Thrown inside the reader and turned into one Error(InvalidInput) line naming the source.
 struct BadTrace : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -126,7 +128,8 @@ TraceFile read_chrome_trace(std::istream& in, std::string_view source) {
   try {
     doc = json::parse(in);
   } catch (const json::exception& e) {
-    throw std::runtime_error(one_line(fmt::format("{}: not valid JSON: {}", source, e.what())));
+    throw Error(ErrorCode::InvalidInput, one_line(fmt::format("{}: not valid JSON: {}", source, e.what())),
+                ErrorSubject::of_file(std::string(source)));
   }
   const json* events = nullptr;
   std::int64_t base_ns = 0, epoch_offset_ns = 0;
@@ -147,7 +150,8 @@ TraceFile read_chrome_trace(std::istream& in, std::string_view source) {
       throw BadTrace("not a Chrome trace (no \"traceEvents\" array)");
     }
   } catch (const BadTrace& e) {
-    throw std::runtime_error(one_line(fmt::format("{}: {}", source, e.what())));
+    throw Error(ErrorCode::InvalidInput, one_line(fmt::format("{}: {}", source, e.what())),
+                ErrorSubject::of_file(std::string(source)));
   }
 
   std::vector<SpanRecord> rows;
@@ -155,7 +159,8 @@ TraceFile read_chrome_trace(std::istream& in, std::string_view source) {
   for (const json& e : *events) {
     ++index;
     if (!e.is_object()) {
-      throw std::runtime_error(fmt::format("{}: event #{} is not an object", source, index));
+      throw Error(ErrorCode::InvalidInput, fmt::format("{}: event #{} is not an object", source, index),
+                  ErrorSubject::of_file(std::string(source)));
     }
     const auto ph = e.find("ph");
     if (ph == e.end() || !ph->is_string() || *ph != "X") continue;
@@ -169,8 +174,9 @@ TraceFile read_chrome_trace(std::istream& in, std::string_view source) {
       const std::string label =
           name != e.end() && name->is_string() ? fmt::format(" ('{}')", name->get<std::string>())
                                                : std::string();
-      throw std::runtime_error(
-          one_line(fmt::format("{}: event #{}{}: {}", source, index, label, ex.what())));
+      throw Error(ErrorCode::InvalidInput,
+                  one_line(fmt::format("{}: event #{}{}: {}", source, index, label, ex.what())),
+                  ErrorSubject::of_file(std::string(source)));
     }
   }
   file.table = RecordTable(std::move(rows));
@@ -180,14 +186,16 @@ TraceFile read_chrome_trace(std::istream& in, std::string_view source) {
 TraceFile read_trace_file(const std::filesystem::path& path) {
   std::error_code dir_ec;
   if (std::filesystem::is_directory(path, dir_ec)) {
-    throw std::runtime_error(fmt::format("{}: is a directory", path.string()));
+    throw Error(ErrorCode::InvalidInput, fmt::format("{}: is a directory", path.string()),
+                ErrorSubject::of_file(path.string()));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::error_code ec;
     const bool exists = std::filesystem::exists(path, ec);
-    throw std::runtime_error(fmt::format("{}: {}", path.string(),
-                                         exists ? "cannot be opened" : "no such file"));
+    throw Error(ErrorCode::InvalidInput,
+                fmt::format("{}: {}", path.string(), exists ? "cannot be opened" : "no such file"),
+                ErrorSubject::of_file(path.string()));
   }
   // Sniff the first non-blank character: a JSON document starts with '{' or '['.
   int c = in.peek();
@@ -196,7 +204,8 @@ TraceFile read_trace_file(const std::filesystem::path& path) {
     c = in.peek();
   }
   if (c == std::char_traits<char>::eof()) {
-    throw std::runtime_error(fmt::format("{}: empty file", path.string()));
+    throw Error(ErrorCode::InvalidInput, fmt::format("{}: empty file", path.string()),
+                ErrorSubject::of_file(path.string()));
   }
   std::string extension = path.extension().string();
   for (char& ch : extension) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::runtime::detail {
 namespace {

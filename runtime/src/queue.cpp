@@ -152,8 +152,7 @@ std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOp
   state->mailbox->input_queue_size = options.input_queue_size;
   state->mailbox->output_queue_size = options.output_queue_size;
   state->session = std::make_unique<detail::Session>(
-      std::move(graph), detail::SessionConfig{options.device, options.worker_num, options.batch_size,
-                                              options.compiler_config, options.profiler, options.driver});
+      std::move(graph), static_cast<const SessionOptions&>(options));
   state->model = state->session->model();
   return {Submitter(state), Receiver(state)};
 }

@@ -104,8 +104,7 @@ std::vector<Tensor> Runner::run_with(const std::vector<std::string>& output_name
 std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options) {
   auto impl = std::make_unique<Runner::Impl>();
   impl->session = std::make_unique<detail::Session>(
-      std::move(graph), detail::SessionConfig{options.device, options.worker_num, options.batch_size,
-                                              options.compiler_config, options.profiler, options.driver});
+      std::move(graph), static_cast<const SessionOptions&>(options));
   impl->model = impl->session->model();
   return std::make_unique<Runner>(std::move(impl));
 }

@@ -16,15 +16,9 @@
 
 namespace furiosa::runtime::detail {
 
-/// What a session is created from (the common part of RunnerOptions and QueueOptions).
-struct SessionConfig {
-  std::string device;
-  int worker_num = 2;
-  std::int64_t batch_size = 1;
-  compiler::CompilerOptions compiler_config;
-  std::shared_ptr<profiler::Profiler> profiler;
-  device::Driver* driver = nullptr;
-};
+/// What a session is created from: the public SessionOptions.
+using SessionConfig = SessionOptions;
+
 
 /// Called exactly once per request, on a worker thread: outputs on success, else the error.
 using Completion = std::function<void(std::vector<Tensor> outputs, std::exception_ptr error)>;

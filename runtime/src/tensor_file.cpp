@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "furiosa/compiler/onnx_import.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::runtime {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "furiosa/compiler/cpu_ops.h"
 #include "furiosa/compiler/onnx_import.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "test_support.h"
 
 using namespace furiosa;

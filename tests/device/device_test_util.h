@@ -16,7 +16,7 @@
 
 #include "furiosa/device/device.h"
 #include "furiosa/device/driver.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/isa.h"
 #include "furiosa/device/sim.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "furiosa/device/device_spec.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/sim.h"
 
 using namespace furiosa;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "furiosa/device/driver.h"
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/device/pcie.h"
 #include "test_support.h"
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "furiosa/core/error.h"
 #include "furiosa/profiler/profiler.h"
 #include "furiosa/profiler/report.h"
 #include "furiosa/profiler/trace_reader.h"
@@ -46,12 +47,15 @@ std::string read_text(const std::filesystem::path& path) {
   return out.str();
 }
 
-/// The error message of read_trace_file(path), or "(no error)".
+/// The error message of read_trace_file(path), or "(no error)". The error must be an
+/// Error(InvalidInput) whose typed subject is the file.
 std::string read_error(const std::filesystem::path& path) {
   try {
     read_trace_file(path);
-  } catch (const std::runtime_error& e) {
-    return e.what();
+  } catch (const furiosa::Error& e) {
+    CHECK(e.code() == furiosa::ErrorCode::InvalidInput);
+    CHECK(e.file() == path.string());
+    return e.message();
   }
   return "(no error)";
 }
@@ -228,7 +232,7 @@ TEST_CASE("furiosa-trace prints the reports of a JSON and a CSV trace", "[profil
   const Run bad = furiosa_trace("'" + csv_file.path().string() + "'");
   CHECK(bad.status == 1);
   CHECK(bad.out.empty());
-  CHECK_THAT(bad.err, Catch::StartsWith("furiosa-trace: error: " + csv_file.path().string()));
+  CHECK_THAT(bad.err, Catch::StartsWith("furiosa-trace: error: InvalidInput: " + csv_file.path().string()));
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 
   const Run unknown = furiosa_trace("'" + json_file.path().string() + "' --report bogus");

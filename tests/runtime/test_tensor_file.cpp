@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"
 

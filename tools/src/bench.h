@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/tensor.h"
 #include "furiosa/runtime/runner.h"
 
 namespace furiosa::tools {

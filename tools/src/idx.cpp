@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::tools {
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "furiosa/compiler/graph.h"
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/tensor.h"
 
 namespace furiosa::compiler {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "furiosa/compiler/graph.h"
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/tensor.h"
 
 namespace furiosa::compiler {
 

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -101,6 +102,11 @@ class Fence {
   std::exception_ptr error() const;
   /// Timing of the execution. Call after the fence signalled.
   const ExecutionTiming& timing() const;
+  /// Registers `callback`, called exactly once when the fence is signalled (success or error):
+  /// on the signalling (backend) thread, or at once on the calling thread when the fence already
+  /// signalled. Callbacks must be short and must not block (post work to an executor instead);
+  /// one that throws is ignored. Any number may be registered.
+  void on_signal(std::function<void()> callback);
 
   /// Backend side: signals success with the execution's timing. Only the first signal counts.
   void signal(ExecutionTiming timing);
@@ -113,6 +119,10 @@ class Fence {
   bool done_ = false;
   std::exception_ptr error_;
   ExecutionTiming timing_;
+  std::vector<std::function<void()>> callbacks_;
+
+  /// Marks the fence done under the lock, then wakes waiters and runs the callbacks.
+  void complete(std::unique_lock<std::mutex>& lock);
 };
 
 /// A program resident in device DRAM, returned by Device::load(). Opaque to callers.

@@ -111,7 +111,7 @@ class Profiler {
   /// The record table of records(): one row per span, times in ns since the Unix epoch.
   RecordTable record_table() const;
 
-  /// Writes the Chrome Trace Event JSON of records() to `path`. Throws std::runtime_error naming
+  /// Writes the Chrome Trace Event JSON of records() to `path`. Throws Error(IoError) naming
   /// the path on failure (the profiler sits below the runtime's Error type).
   void write_chrome_trace(const std::filesystem::path& path) const;
   /// Writes record_table() as CSV to `path`. Throws like write_chrome_trace.

@@ -65,11 +65,11 @@ class RecordTable {
   /// CSV (RFC 4180): the header row kRecordColumns, then one row per span; "\n" line ends; a
   /// field containing a comma, a double quote, CR or LF is quoted with inner quotes doubled.
   void write_csv(std::ostream& out) const;
-  /// write_csv to `path` (created or truncated). Throws std::runtime_error naming the path.
+  /// write_csv to `path` (created or truncated). Throws Error(IoError) naming the path.
   void write_csv(const std::filesystem::path& path) const;
 
   /// Parses CSV written by write_csv (columns may come in any order; every column of
-  /// kRecordColumns must be present; unknown columns are ignored). Throws std::runtime_error
+  /// kRecordColumns must be present; unknown columns are ignored). Throws Error(InvalidInput)
   /// "<source>: line N: ..." on malformed input.
   static RecordTable read_csv(std::istream& in, std::string_view source = "<csv>");
 

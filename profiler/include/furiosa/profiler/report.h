@@ -121,7 +121,7 @@ std::string_view report_kind_name(ReportKind kind) noexcept;
 std::string format_report(ReportKind kind, const std::vector<SpanRecord>& spans);
 /// Writes format_report(kind, spans) to `out`.
 void print_report(std::ostream& out, ReportKind kind, const std::vector<SpanRecord>& spans);
-/// Same, selected by name; throws std::invalid_argument listing kReportNames for an unknown one.
+/// Same, selected by name; throws Error(InvalidArgument) listing kReportNames for an unknown one.
 void print_report(std::ostream& out, std::string_view name, const std::vector<SpanRecord>& spans);
 /// Same, for a record table's rows.
 void print_report(std::ostream& out, std::string_view name, const RecordTable& table);

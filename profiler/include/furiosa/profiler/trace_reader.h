@@ -27,12 +27,12 @@ struct TraceFile {
 /// a row, from its name, cat, ts, dur and args (trace_id, span_id, parent_span_id, thread.id,
 /// card, pe_index, execution_index, instruction_index, operator_index, dram_base, flow_id);
 /// times are otherData.base_ns + ts (+ otherData.epoch_offset_ns). Other events are ignored.
-/// Throws std::runtime_error "<source>: ..." (one line) when the text is not JSON or not such a
+/// Throws Error(InvalidInput) "<source>: ..." (one line) when the text is not JSON or not such a
 /// trace.
 TraceFile read_chrome_trace(std::istream& in, std::string_view source = "<json>");
 
 /// Reads `path`, a Chrome trace (the name ends in ".json", or the first non-blank character is
-/// '{' or '[') or a CSV record table (anything else). Throws std::runtime_error "<path>: ..."
+/// '{' or '[') or a CSV record table (anything else). Throws Error(InvalidInput) "<path>: ..."
 /// (one line) on failure.
 TraceFile read_trace_file(const std::filesystem::path& path);
 

@@ -16,22 +16,15 @@
 
 namespace furiosa::runtime {
 
-/// Options of create_queue. Names follow FuriosaAI's SDK.
-struct QueueOptions {
-  /// Device spec, as RunnerOptions::device (a comma list spreads requests over the devices).
-  std::string device;
-  /// Host workers; each takes a request through host pre-ops, the device and host post-ops.
-  int worker_num = 2;
-  /// Model-level batch (symbolic dim 0), as RunnerOptions::batch_size.
-  std::int64_t batch_size = 1;
+/// Options of create_queue: the shared SessionOptions plus the queue bounds. Names follow
+/// FuriosaAI's SDK.
+struct QueueOptions : SessionOptions {
   /// Requests submitted but not yet taken by a worker; submit() blocks while this many wait.
   std::size_t input_queue_size = 64;
   /// Results not yet received; workers wait while this many are pending (>= 1).
   std::size_t output_queue_size = 64;
-  compiler::CompilerOptions compiler_config;
-  std::shared_ptr<profiler::Profiler> profiler;
-  device::Driver* driver = nullptr;
 };
+
 
 /// One result: the submitted context and the outputs, or the request's error.
 struct QueueResult {

@@ -13,8 +13,8 @@
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/compiler/graph.h"
 #include "furiosa/device/driver.h"
-#include "furiosa/device/error.h"
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/error.h"
+#include "furiosa/core/tensor.h"
 #include "furiosa/profiler/profiler.h"
 
 namespace furiosa::runtime {
@@ -43,15 +43,16 @@ struct Model {
   std::vector<TensorDesc> outputs;
 };
 
-/// Options of create_runner. Names follow FuriosaAI's SDK (`device`, `worker_num`,
-/// `compiler_config`).
-struct RunnerOptions {
+/// What a session is created from: the options create_runner and create_queue share. Names
+/// follow FuriosaAI's SDK (`device`, `worker_num`, `batch_size`, `compiler_config`).
+struct SessionOptions {
   /// Device spec in FuriosaAI's syntax (device/device_spec.h): "warboy(2)*1", "warboy*2",
   /// "npu:0:0", "npu:0:0-1", "npu:0", "npu0pe1", or a comma-separated list (requests go to the
   /// least loaded device). Empty means FURIOSA_DEVICES, else NPU_DEVNAME, else "warboy(2)*1"
   /// (one fused PE: npu0pe0-1 on the default simulated card).
   std::string device;
-  /// Host workers running CPU pre/post-ops and waiting on the device (>= 1).
+  /// Host workers running host pre/post-ops (>= 1). They never wait on a device fence: a
+  /// session's fence-wait executor does (docs/design.md "Runtime").
   int worker_num = 2;
   /// Model-level batch: bound to a symbolic dim 0 of the inputs (e.g. MobileNetV2's
   /// `batch_size`); a model whose dim 0 is fixed accepts only its own batch. >= 1.
@@ -61,9 +62,13 @@ struct RunnerOptions {
   /// Where spans go. Null means the FURIOSA_PROFILER_OUTPUT_PATH profiler, if that is set.
   std::shared_ptr<profiler::Profiler> profiler;
   /// Backend to open the device with. Null means the built-in "sim" driver. Borrowed: must
-  /// outlive the Runner.
+  /// outlive the Runner or queue.
   device::Driver* driver = nullptr;
 };
+
+/// Options of create_runner (the shared SessionOptions; nothing runner-specific yet).
+struct RunnerOptions : SessionOptions {};
+
 
 /// A model compiled for and bound to one device. run() is thread-safe: calls from many threads
 /// are spread over the workers and share the device's in-order queue. Destroying the Runner

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/tensor.h"
 
 namespace furiosa::runtime {
 

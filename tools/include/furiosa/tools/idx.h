@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/tensor.h"
 
 namespace furiosa::tools {
 

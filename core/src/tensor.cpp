@@ -1,12 +1,12 @@
 // Element types, shapes and the owning host tensor.
-#include "furiosa/device/tensor.h"
+#include "furiosa/core/tensor.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <utility>
 
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa {
 

@@ -1,5 +1,5 @@
 // Error codes and the runtime's exception type.
-#include "furiosa/device/error.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa {
 
@@ -37,5 +37,11 @@ std::string format_what(ErrorCode code, const std::string& message) {
 
 Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error(format_what(code, message)), code_(code), message_(message) {}
+
+Error::Error(ErrorCode code, const std::string& message, ErrorSubject subject)
+    : std::runtime_error(format_what(code, message)),
+      code_(code),
+      message_(message),
+      subject_(std::move(subject)) {}
 
 }  // namespace furiosa
