@@ -1,12 +1,14 @@
-// Session: compile, open the devices, and run inferences through the worker pool.
+// Session: compile, open the devices, and run inferences through staged executors.
 //
-// One inference (DESIGN.md "One inference, end to end"):
-//   submitting thread: span Inference starts (root of a new trace, or under a record scope)
-//   worker:            the compiled steps in order: host operators (Quantize, Lower, external
-//                      operators, Unlower, Dequantize) and NPU calls (Enqueue on the least
-//                      loaded device, wait on the fence, device spans Load/Execution/kernels/Store
-//                      from the fence's timestamps)
-//   worker:            Inference span ends; the completion is called exactly once
+// One inference (DESIGN.md "One inference, end to end"; docs/design.md "Runtime"):
+//   submitting thread:   span Inference starts (root of a new trace, or under a record scope)
+//   host stage (worker): host operators up to an NPU call (Quantize, Lower, external
+//                        operators), then Enqueue on the least loaded device; the worker is free
+//   fence-wait executor: the fence's callback wakes it; device spans Load/Execution/kernels/Store
+//                        from the fence's timestamps; the request goes back to the host stage
+//   host stage (worker): the next host operators (Unlower, Dequantize, ...), further NPU calls
+//                        the same way, then the Inference span ends and the completion is called
+//                        exactly once
 #include "session.h"
 
 #include <fmt/format.h>
@@ -107,6 +109,8 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     devices_.push_back(std::move(slot));
   }
   pool_ = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(config.worker_num));
+  fence_waiter_ = std::make_unique<boost::asio::thread_pool>(1);
+  max_active_ = static_cast<std::size_t>(config.worker_num) + 2 * devices_.size();
   // One set of host buffers per worker, with every intermediate slot allocated now.
   std::vector<bool> external(compiled_.slots.size(), false);
   for (int s : compiled_.input_slots) external[static_cast<std::size_t>(s)] = true;
@@ -122,7 +126,13 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
 }
 
 Session::~Session() {
-  if (pool_) pool_->join();  // started requests finish before the devices close
+  // Started requests finish (including those waiting on a device) before the devices close.
+  {
+    std::unique_lock lock(active_mu_);
+    active_cv_.wait(lock, [this] { return active_ == 0; });
+  }
+  if (fence_waiter_) fence_waiter_->join();
+  if (pool_) pool_->join();
 }
 
 std::string Session::device_names() const {
@@ -151,40 +161,165 @@ void Session::validate(const std::vector<Tensor>& inputs) const {
   }
 }
 
+/// One inference in flight. Owned by the stage currently working on it (shared_ptr handed from
+/// stage to stage); only one stage touches it at a time, each handoff going through the
+/// executors' queues or the fence's lock.
+struct Session::Request {
+  std::shared_ptr<const std::vector<Tensor>> inputs;
+  Completion done;
+  std::function<void()> on_start;
+  profiler::Profiler* profiler = nullptr;
+  bool traced = false;
+  profiler::SpanRecord span;               ///< the Inference span (recorded at completion)
+  std::unique_ptr<Buffers> buffers;        ///< leased from the session's pool while in flight
+  std::size_t next_step = 0;               ///< index into CompiledModel::steps
+  /// The NPU call in flight (between submit_npu and fence_stage).
+  DeviceSlot* device = nullptr;
+  std::shared_ptr<device::Fence> fence;
+  std::uint64_t flow_id = 0;
+
+  profiler::SpanContext context() const { return {span.trace_id, span.span_id}; }
+};
+
 void Session::execute_async(std::shared_ptr<const std::vector<Tensor>> inputs, Completion done,
                             std::function<void()> on_start) {
-  // The Inference span: started here, recorded by the worker when the request completes.
-  profiler::SpanRecord span;
-  profiler::Profiler* prof = profiler_.get();
-  const bool traced = prof && prof->is_recording();
-  if (traced) {
+  auto req = std::make_shared<Request>();
+  req->inputs = std::move(inputs);
+  req->done = std::move(done);
+  req->on_start = std::move(on_start);
+  // The Inference span: started here, recorded when the request completes.
+  req->profiler = profiler_.get();
+  req->traced = req->profiler && req->profiler->is_recording();
+  if (req->traced) {
+    profiler::Profiler* prof = req->profiler;
     // Under the thread's open record("label") scope when there is one, else a new trace.
     const profiler::SpanContext scope = prof->current_context();
     const profiler::SpanContext parent = scope.valid() ? scope : prof->new_trace();
-    span.trace_id = parent.trace_id;
-    span.parent_span_id = scope.valid() ? scope.span_id : 0;
-    span.span_id = prof->next_span_id();
-    span.name = "Inference";
-    span.thread_id = profiler::current_thread_id();
-    span.start_ns = profiler::now_ns();
+    req->span.trace_id = parent.trace_id;
+    req->span.parent_span_id = scope.valid() ? scope.span_id : 0;
+    req->span.span_id = prof->next_span_id();
+    req->span.name = "Inference";
+    req->span.thread_id = profiler::current_thread_id();
+    req->span.start_ns = profiler::now_ns();
   }
-  boost::asio::post(*pool_, [this, prof, traced, span, inputs = std::move(inputs), done = std::move(done),
-                             on_start = std::move(on_start)]() mutable {
-    if (on_start) on_start();
-    const profiler::SpanContext ctx{span.trace_id, span.span_id};
-    std::vector<Tensor> outputs;
-    std::exception_ptr error;
+  {
+    std::lock_guard lock(active_mu_);
+    if (active_ >= max_active_) {
+      pending_.push_back(std::move(req));  // admitted by finish() of an earlier request
+      return;
+    }
+    ++active_;
+  }
+  boost::asio::post(*pool_, [this, req = std::move(req)]() mutable { host_stage(std::move(req)); });
+}
+
+void Session::host_stage(std::shared_ptr<Request> req) {
+  try {
+    if (!req->buffers) {  // first visit: lease buffers, bind the inputs and constants
+      if (req->on_start) req->on_start();
+      req->buffers = acquire_buffers();
+      Buffers& b = *req->buffers;
+      const auto& inputs = *req->inputs;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        b.ref[static_cast<std::size_t>(compiled_.input_slots[i])] = &inputs[i];
+      }
+      for (std::size_t s = 0; s < compiled_.slots.size(); ++s) {
+        if (compiled_.slots[s].constant) b.ref[s] = compiled_.slots[s].constant.get();
+      }
+    }
+    const profiler::SpanContext ctx = req->traced ? req->context() : profiler::SpanContext{};
+    while (req->next_step < compiled_.steps.size()) {
+      const compiler::Step& step = compiled_.steps[req->next_step];
+      if (step.kind == compiler::Step::Kind::Npu) {
+        // From here the fence owns the continuation: `req` must not be touched after this call.
+        submit_npu(req, step.npu);
+        return;
+      }
+      run_cpu(step.cpu, *req->buffers, ctx);
+      ++req->next_step;
+    }
+  } catch (...) {
+    finish(*req, std::current_exception());
+    return;
+  }
+  finish(*req, nullptr);
+}
+
+void Session::submit_npu(const std::shared_ptr<Request>& req, int index) {
+  const auto& call = compiled_.npu_calls[static_cast<std::size_t>(index)];
+  Buffers& b = *req->buffers;
+  std::vector<std::span<const std::byte>> dev_in;
+  for (int s : call.input_slots) dev_in.push_back(b.readable(s));
+  std::vector<std::span<std::byte>> dev_out;
+  for (int s : call.output_slots) dev_out.push_back(b.writable(compiled_, s));
+  DeviceSlot& dev = pick_device();
+  dev.in_flight.fetch_add(1);
+  const profiler::SpanContext ctx = req->traced ? req->context() : profiler::SpanContext{};
+  std::shared_ptr<device::Fence> fence;
+  try {
+    req->flow_id = profiler_ && ctx.valid() ? profiler_->next_flow_id() : 0;
+    profiler::ScopedSpan enqueue(ctx.valid() ? profiler_.get() : nullptr, "Enqueue", ctx);
+    enqueue.record().flow_id = req->flow_id;
+    fence = dev.device->submit(*dev.programs[static_cast<std::size_t>(index)], std::move(dev_in),
+                               std::move(dev_out));
+  } catch (...) {
+    dev.in_flight.fetch_sub(1);
+    throw;
+  }
+  req->device = &dev;
+  req->fence = fence;
+  // The callback runs on the backend's thread (or here, if the fence already signalled): it
+  // only hands the request to the fence-wait executor.
+  fence->on_signal([this, req] { boost::asio::post(*fence_waiter_, [this, req] { fence_stage(req); }); });
+}
+
+void Session::fence_stage(std::shared_ptr<Request> req) {
+  DeviceSlot& dev = *req->device;
+  const std::shared_ptr<device::Fence> fence = std::move(req->fence);
+  req->device = nullptr;
+  dev.in_flight.fetch_sub(1);
+  std::exception_ptr error = fence->error();
+  if (!error) {
     try {
-      outputs = execute(*inputs, ctx);
+      if (req->traced) record_npu_spans(dev, fence->timing(), req->context(), req->flow_id);
     } catch (...) {
       error = std::current_exception();
     }
-    if (traced) {
-      span.end_ns = profiler::now_ns();
-      prof->record(std::move(span));
-    }
-    done(std::move(outputs), error);
+  }
+  ++req->next_step;
+  // Post-ops and the completion run on the host stage's workers.
+  boost::asio::post(*pool_, [this, req = std::move(req), error]() mutable {
+    if (error) finish(*req, error);
+    else host_stage(std::move(req));
   });
+}
+
+void Session::finish(Request& req, std::exception_ptr error) {
+  std::vector<Tensor> outputs;
+  if (!error && req.buffers) {
+    Buffers& b = *req.buffers;
+    for (int s : compiled_.output_slots) {
+      const auto i = static_cast<std::size_t>(s);
+      if (b.tensors[i]) outputs.push_back(std::move(*b.tensors[i]));
+      else outputs.push_back(*b.ref[i]);  // an input or constant returned as an output
+    }
+  }
+  if (req.buffers) release_buffers(std::move(req.buffers));
+  if (req.traced) {
+    req.span.end_ns = profiler::now_ns();
+    req.profiler->record(std::move(req.span));
+  }
+  Completion done = std::move(req.done);
+  req.inputs.reset();
+  done(std::move(outputs), error);
+  std::lock_guard lock(active_mu_);
+  if (!pending_.empty()) {  // the finished request's place goes to the oldest waiting one
+    std::shared_ptr<Request> next = std::move(pending_.front());
+    pending_.pop_front();
+    boost::asio::post(*pool_, [this, next = std::move(next)]() mutable { host_stage(std::move(next)); });
+    return;
+  }
+  if (--active_ == 0) active_cv_.notify_all();
 }
 
 Session::DeviceSlot& Session::pick_device() {
@@ -261,30 +396,6 @@ void Session::run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::Spa
   }
 }
 
-void Session::run_npu(int index, Buffers& b, const profiler::SpanContext& ctx) {
-  const auto& call = compiled_.npu_calls[static_cast<std::size_t>(index)];
-  std::vector<std::span<const std::byte>> dev_in;
-  for (int s : call.input_slots) dev_in.push_back(b.readable(s));
-  std::vector<std::span<std::byte>> dev_out;
-  for (int s : call.output_slots) dev_out.push_back(b.writable(compiled_, s));
-  DeviceSlot& dev = pick_device();
-  dev.in_flight.fetch_add(1);
-  struct Release {
-    DeviceSlot& d;
-    ~Release() { d.in_flight.fetch_sub(1); }
-  } release{dev};
-  std::shared_ptr<device::Fence> fence;
-  const std::uint64_t flow_id = profiler_ && ctx.valid() ? profiler_->next_flow_id() : 0;
-  {
-    profiler::ScopedSpan enqueue(ctx.valid() ? profiler_.get() : nullptr, "Enqueue", ctx);
-    enqueue.record().flow_id = flow_id;
-    fence = dev.device->submit(*dev.programs[static_cast<std::size_t>(index)], std::move(dev_in), std::move(dev_out));
-  }
-  fence->wait();
-  if (auto err = fence->error()) std::rethrow_exception(err);
-  record_npu_spans(dev, fence->timing(), ctx, flow_id);
-}
-
 std::unique_ptr<Session::Buffers> Session::acquire_buffers() {
   {
     std::lock_guard lock(buffers_mu_);
@@ -301,30 +412,6 @@ void Session::release_buffers(std::unique_ptr<Buffers> b) {
   std::fill(b->ref.begin(), b->ref.end(), nullptr);  // no pointers to the caller's inputs remain
   std::lock_guard lock(buffers_mu_);
   free_buffers_.push_back(std::move(b));
-}
-
-std::vector<Tensor> Session::execute(const std::vector<Tensor>& inputs, const profiler::SpanContext& ctx) {
-  struct Lease {
-    Session& s;
-    std::unique_ptr<Buffers> b;
-    ~Lease() { s.release_buffers(std::move(b)); }
-  } lease{*this, acquire_buffers()};
-  Buffers& b = *lease.b;
-  for (std::size_t i = 0; i < inputs.size(); ++i) b.ref[static_cast<std::size_t>(compiled_.input_slots[i])] = &inputs[i];
-  for (std::size_t s = 0; s < compiled_.slots.size(); ++s) {
-    if (compiled_.slots[s].constant) b.ref[s] = compiled_.slots[s].constant.get();
-  }
-  for (const auto& step : compiled_.steps) {
-    if (step.kind == compiler::Step::Kind::Npu) run_npu(step.npu, b, ctx);
-    else run_cpu(step.cpu, b, ctx);
-  }
-  std::vector<Tensor> outputs;
-  for (int s : compiled_.output_slots) {
-    const auto i = static_cast<std::size_t>(s);
-    if (b.tensors[i]) outputs.push_back(std::move(*b.tensors[i]));
-    else outputs.push_back(*b.ref[i]);  // an input or constant returned as an output
-  }
-  return outputs;
 }
 
 }  // namespace furiosa::runtime::detail

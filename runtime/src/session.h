@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -23,8 +25,18 @@ using SessionConfig = SessionOptions;
 /// Called exactly once per request, on a worker thread: outputs on success, else the error.
 using Completion = std::function<void(std::vector<Tensor> outputs, std::exception_ptr error)>;
 
-/// Thread-safe. Destroying it waits for the requests already started and releases the devices;
-/// it must not be destroyed from one of its own worker threads.
+/// Thread-safe. Destroying it waits for every request already started (including those on a
+/// device) and releases the devices; it must not be destroyed from one of its own threads.
+///
+/// One request moves through stages (OpenVINO's async infer request is the model), never
+/// holding a thread while a device works:
+///   host stage (worker_num workers): host operators up to the next NPU call, then Enqueue
+///     (device submit); the worker returns to the pool at once.
+///   fence-wait executor (one thread): woken by the fence's on_signal callback, records the
+///     device spans and hands the request back to the host stage (or completes it with the
+///     device's error).
+///   host stage again: the host operators after the NPU call (post-ops), ..., completion.
+/// Completions always run on a worker, exactly once per request.
 class Session {
  public:
   /// Compiles `graph`, opens every device of `config.device`, loads the programs. Throws like
@@ -41,25 +53,33 @@ class Session {
   /// Throws Error(InvalidInput) naming the tensor when `inputs` do not fit model().inputs.
   void validate(const std::vector<Tensor>& inputs) const;
 
-  /// Starts one inference on a worker (inputs must be valid). `inputs` stays alive until `done`
-  /// has been called. The Inference span starts now, on the calling thread's track, under
-  /// `parent` (or the profiler's current record scope when `parent` is empty).
-  /// `on_start`, when given, is called on the worker just before the request starts.
+  /// Starts one inference (inputs must be valid). `inputs` stays alive until `done` has been
+  /// called. The Inference span starts now, on the calling thread's track, under the profiler's
+  /// current record scope when there is one. `on_start`, when given, is called on a worker just
+  /// before the request's first host step.
   void execute_async(std::shared_ptr<const std::vector<Tensor>> inputs, Completion done,
                      std::function<void()> on_start = {});
 
   struct DeviceSlot;
   struct Buffers;
+  struct Request;
 
  private:
-
-  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const profiler::SpanContext& ctx);
+  /// Host stage: runs the request's steps from its next one until an NPU call is submitted or
+  /// the steps end. Runs on a worker.
+  void host_stage(std::shared_ptr<Request> req);
+  /// Fence-wait stage: the request's NPU call finished (fence signalled). Runs on the
+  /// fence-wait executor.
+  void fence_stage(std::shared_ptr<Request> req);
+  /// Hands the outputs (or `error`) to the request's completion, exactly once. Runs on a worker.
+  void finish(Request& req, std::exception_ptr error);
   /// A set of host buffers from the pool (a new one when all are in use); give it back with
   /// release_buffers().
   std::unique_ptr<Buffers> acquire_buffers();
   void release_buffers(std::unique_ptr<Buffers> b);
   DeviceSlot& pick_device();
-  void run_npu(int index, Buffers& b, const profiler::SpanContext& ctx);
+  /// Submits NPU call `index` of `req` (Enqueue span) and arranges for fence_stage.
+  void submit_npu(const std::shared_ptr<Request>& req, int index);
   void run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx);
   void record_npu_spans(const DeviceSlot& dev, const device::ExecutionTiming& t,
                         const profiler::SpanContext& parent, std::uint64_t flow_id);
@@ -68,7 +88,20 @@ class Session {
   Model model_;
   std::shared_ptr<profiler::Profiler> profiler_;
   std::vector<std::unique_ptr<DeviceSlot>> devices_;
+  /// Host stage workers (worker_num threads).
   std::unique_ptr<boost::asio::thread_pool> pool_;
+  /// The fence-wait executor (one thread).
+  std::unique_ptr<boost::asio::thread_pool> fence_waiter_;
+  /// Admission: at most max_active_ requests are between their first host step and their
+  /// completion (worker_num + 2 per device: each device keeps one execution running and one
+  /// queued while every worker does host work on another); later ones wait in pending_, not yet
+  /// taken by a worker. This bounds host buffers and lets a full queue push back on submit().
+  /// The destructor waits until both are empty.
+  std::mutex active_mu_;
+  std::condition_variable active_cv_;
+  std::size_t active_ = 0;
+  std::size_t max_active_ = 1;
+  std::deque<std::shared_ptr<Request>> pending_;
   /// Host buffers of finished inferences, reused so the hot path allocates only the outputs it
   /// hands to the caller. worker_num sets are made and sized at load.
   std::mutex buffers_mu_;
