@@ -15,8 +15,6 @@
 #include <fstream>
 #include <thread>
 
-#include "furiosa/compiler/onnx_import.h"
-#include "furiosa/compiler/tflite_import.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/runner.h"
@@ -212,8 +210,8 @@ void run_default_images(runtime::Runner& runner) {
   fmt::print("{}/{} correct\n", correct, total);
 }
 
-// Inputs for the benchmark: given files, else generated from the seed (needs the model's
-// descriptions, taken from a throwaway compile on the default device set).
+// Inputs for the benchmark: given files, else generated from the seed (from the loaded model's
+// descriptions).
 std::vector<Tensor> bench_inputs(const Args& a, const runtime::Model& model) {
   std::map<std::string, Tensor> given;
   for (const auto& spec : a.inputs) {
@@ -236,29 +234,18 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
   tools::BenchOptions o;
   o.model = a.model;
   o.mode = a.mode;
-  o.devices = a.devices;
-  o.workers = a.workers;
-  o.batch_size = a.batch_size;
+  o.session.device = a.devices;
+  o.session.worker_num = a.workers;
+  o.session.batch_size = a.batch_size;
   o.queries = a.queries;
   o.duration_s = a.duration;
   o.json = a.json;
-  o.base.profiler = prof;
+  o.session.profiler = prof;
   const auto driver = make_driver(a);
-  o.base.driver = driver.get();
-  runtime::Model model;
-  {
-    // The model's inputs at this batch size (compiled without opening a device).
-    compiler::CompilerOptions copts;
-    copts.batch_size = a.batch_size;
-    auto cm = compiler::compile(compiler::import_model(a.model), copts);
-    for (int s : cm.input_slots) {
-      const auto& slot = cm.slots[static_cast<std::size_t>(s)];
-      model.inputs.push_back({slot.name, slot.dtype, slot.shape, ""});
-    }
-  }
+  o.session.driver = driver.get();
   fmt::print("model: {}\n", a.model);
   fmt::print("simulator: {} mode, pacing {}\n", a.sim_mode, a.sim_pacing);
-  tools::run_bench(o, bench_inputs(a, model));
+  tools::run_bench(o, [&a](const runtime::Model& model) { return bench_inputs(a, model); });
   finish_trace(prof, a);
   return 0;
 }

@@ -43,24 +43,19 @@ tools::BenchResult measure(const fs::path& model, const std::string& devices, in
   auto driver = device::create_sim_driver(config);
   tools::BenchOptions o;
   o.model = model;
-  o.devices = devices;
-  o.workers = workers;
-  o.batch_size = batch;
+  o.session.device = devices;
+  o.session.worker_num = workers;
+  o.session.batch_size = batch;
+  o.session.driver = driver.get();
   o.duration_s = a.seconds;
   o.progress = false;
   o.print = false;
-  o.base.driver = driver.get();
-  runtime::RunnerOptions ro;
-  ro.driver = driver.get();
-  ro.device = devices;
-  ro.batch_size = batch;
-  ro.worker_num = 1;
-  std::vector<Tensor> inputs;
-  {
-    auto runner = runtime::create_runner(model, ro);
-    for (const auto& d : runner->model().inputs) inputs.emplace_back(d.dtype, d.shape);
-  }
-  auto r = tools::run_bench(o, inputs);
+  // Zero-filled inputs (timing mode computes nothing).
+  auto r = tools::run_bench(o, [](const runtime::Model& m) {
+    std::vector<Tensor> inputs;
+    for (const auto& d : m.inputs) inputs.emplace_back(d.dtype, d.shape);
+    return inputs;
+  });
   if (r.errors > 0) {
     throw Error(ErrorCode::Internal, fmt::format("{} of {} queries failed on {}", r.errors, r.queries, devices));
   }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "furiosa/device/sim.h"
+#include "furiosa/profiler/statistics.h"
 #include "furiosa/runtime/runner.h"
 #include "kernels.h"
 #include "src/bench.h"
@@ -44,19 +45,12 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
+// Nearest-rank percentile (the project's one rule, profiler/statistics.h) of unsorted `v`.
+double percentile(std::vector<double> v, std::uint64_t permille) {
   std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return profiler::nearest_rank<double>(v, permille);
 }
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+double median(const std::vector<double>& v) { return percentile(v, 500); }
 
 // ---------------------------------------------------------------------------------------------
 // Machine peak: independent accumulator chains so the loop is throughput bound.
@@ -268,7 +262,7 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
     lat.push_back(seconds_since(start) * 1e3);
   }
   fmt::print("latency (1 worker, {} runs): median {:.3f} ms  p10 {:.3f}  p90 {:.3f}\n",
-             opt.iterations, median(lat), percentile(lat, 0.1), percentile(lat, 0.9));
+             opt.iterations, median(lat), percentile(lat, 100), percentile(lat, 900));
 
   // Kernel statistics.
   device::sim::reset_kernel_stats();

@@ -15,22 +15,13 @@
 #include <fmt/format.h>
 
 #include "furiosa/core/error.h"
+#include "furiosa/profiler/statistics.h"
 
 #include "analysis.h"
 #include "span_order.h"
 
 namespace furiosa::profiler {
 namespace {
-
-/// Nearest-rank percentile of ascending, non-empty `sorted`: the ceil(q * n)-th smallest value
-/// with q = permille / 1000. Integer arithmetic, so e.g. 0.9 * 100 is exactly rank 90 (the
-/// floating-point product could round up to rank 91).
-std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, std::uint64_t permille) {
-  const std::uint64_t n = sorted.size();
-  std::uint64_t rank = (permille * n + 999) / 1000;
-  rank = std::clamp<std::uint64_t>(rank, 1, n);
-  return sorted[rank - 1];
-}
 
 /// Indices of `spans` in span order (start time, parents first).
 std::vector<std::size_t> in_span_order(const std::vector<SpanRecord>& spans) {
@@ -103,12 +94,12 @@ InferenceSummary summarize_inferences(const std::vector<SpanRecord>& spans) {
   long double sum = 0;  // exact for any realistic count of ns durations
   for (const std::int64_t d : durations) sum += static_cast<long double>(d);
   summary.mean_ns = static_cast<double>(sum / static_cast<long double>(durations.size()));
-  summary.median_ns = nearest_rank(durations, 500);
-  summary.p90_ns = nearest_rank(durations, 900);
-  summary.p95_ns = nearest_rank(durations, 950);
-  summary.p97_ns = nearest_rank(durations, 970);
-  summary.p99_ns = nearest_rank(durations, 990);
-  summary.p999_ns = nearest_rank(durations, 999);
+  summary.median_ns = nearest_rank<std::int64_t>(durations, 500);
+  summary.p90_ns = nearest_rank<std::int64_t>(durations, 900);
+  summary.p95_ns = nearest_rank<std::int64_t>(durations, 950);
+  summary.p97_ns = nearest_rank<std::int64_t>(durations, 970);
+  summary.p99_ns = nearest_rank<std::int64_t>(durations, 990);
+  summary.p999_ns = nearest_rank<std::int64_t>(durations, 999);
   return summary;
 }
 

@@ -109,6 +109,16 @@ std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions
   return std::make_unique<Runner>(std::move(impl));
 }
 
+Model describe_model(compiler::Graph graph, const SessionOptions& options) {
+  compiler::CompilerOptions copts = options.compiler_config;
+  copts.batch_size = options.batch_size;
+  return detail::model_of(compiler::compile(std::move(graph), copts));
+}
+
+Model describe_model(const std::filesystem::path& path, const SessionOptions& options) {
+  return describe_model(compiler::import_model(path), options);
+}
+
 std::unique_ptr<Runner> create_runner(const std::filesystem::path& path, const RunnerOptions& options) {
   return create_runner(compiler::import_model(path), options);
 }

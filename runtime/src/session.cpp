@@ -36,6 +36,19 @@ std::string format_of(const Shape& s) {
 
 }  // namespace
 
+Model model_of(const compiler::CompiledModel& compiled) {
+  // Formats: the axis naming the compiler recorded for the slot (e.g. "NHWC" for TFLite
+  // images), else the rank-based default.
+  const auto desc = [](const compiler::HostSlot& slot) {
+    return TensorDesc{slot.name, slot.dtype, slot.shape,
+                      slot.format.empty() ? format_of(slot.shape) : slot.format};
+  };
+  Model model;
+  for (int s : compiled.input_slots) model.inputs.push_back(desc(compiled.slots[static_cast<std::size_t>(s)]));
+  for (int s : compiled.output_slots) model.outputs.push_back(desc(compiled.slots[static_cast<std::size_t>(s)]));
+  return model;
+}
+
 /// One opened device with the model's programs loaded on it.
 struct Session::DeviceSlot {
   std::unique_ptr<device::Device> device;
@@ -90,18 +103,7 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     copts.batch_size = config.batch_size;
     compiled_ = compiler::compile(std::move(graph), copts);
   }
-  // Formats: the axis naming the compiler recorded for the slot (e.g. "NHWC" for TFLite
-  // images), else the rank-based default.
-  const auto desc = [](const compiler::HostSlot& slot) {
-    return TensorDesc{slot.name, slot.dtype, slot.shape,
-                      slot.format.empty() ? format_of(slot.shape) : slot.format};
-  };
-  for (int s : compiled_.input_slots) {
-    model_.inputs.push_back(desc(compiled_.slots[static_cast<std::size_t>(s)]));
-  }
-  for (int s : compiled_.output_slots) {
-    model_.outputs.push_back(desc(compiled_.slots[static_cast<std::size_t>(s)]));
-  }
+  model_ = model_of(compiled_);
   for (const auto& file : files) {
     auto slot = std::make_unique<DeviceSlot>();
     slot->device = driver.open(file);  // DeviceBusy / DeviceNotFound name the file

@@ -22,6 +22,9 @@ namespace furiosa::runtime::detail {
 using SessionConfig = SessionOptions;
 
 
+/// The model description (inputs, outputs, formats) of a compiled model.
+Model model_of(const compiler::CompiledModel& compiled);
+
 /// Called exactly once per request, on a worker thread: outputs on success, else the error.
 using Completion = std::function<void(std::vector<Tensor> outputs, std::exception_ptr error)>;
 

@@ -164,3 +164,36 @@ TEST_CASE("batch_size multiplies a fixed dim 0 of 1 (ShuffleNetV2, MNIST)", "[mo
     }
   }
 }
+
+TEST_CASE("describe_model gives a runner's inputs and outputs without opening a device", "[models]") {
+  // The device spec names a card that does not exist: describe_model must not look at it.
+  runtime::SessionOptions none;
+  none.device = "npu:9:0";
+  none.batch_size = 2;
+  const fs::path mobilenet = test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx");
+  const runtime::Model described = runtime::describe_model(mobilenet, none);
+  runtime::RunnerOptions opts;
+  opts.batch_size = 2;
+  auto runner = runtime::create_runner(mobilenet, opts);
+  REQUIRE(described.inputs.size() == runner->model().inputs.size());
+  REQUIRE(described.outputs.size() == runner->model().outputs.size());
+  for (std::size_t i = 0; i < described.inputs.size(); ++i) {
+    CHECK(described.inputs[i].to_string() == runner->model().inputs[i].to_string());
+  }
+  for (std::size_t i = 0; i < described.outputs.size(); ++i) {
+    CHECK(described.outputs[i].to_string() == runner->model().outputs[i].to_string());
+  }
+  CHECK(described.inputs[0].shape == Shape{2, 3, 224, 224});
+  // TFLite: the recorded NHWC format comes through too.
+  const runtime::Model tfl = runtime::describe_model(
+      test::shared_model("furiosa-sdk/MNISTnet_uint8_quant_without_softmax/MNISTnet_uint8_quant_without_softmax.tflite"));
+  REQUIRE(tfl.inputs.size() == 1);
+  CHECK(tfl.inputs[0].format == "NHWC");
+  // Errors of the model itself still come out.
+  try {
+    runtime::describe_model(fs::path("/nonexistent/model.onnx"));
+    FAIL("describe_model accepted a missing file");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::ModelLoadFailed);
+  }
+}

@@ -1,6 +1,8 @@
 // Benchmark mode of furiosa-run.
 #include "bench.h"
 
+#include "furiosa/profiler/statistics.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -17,13 +19,6 @@ namespace furiosa::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Nearest-rank percentile of sorted latencies (us).
-double percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
-}
 
 // Decides when to stop and prints progress.
 class Budget {
@@ -65,9 +60,10 @@ class Budget {
 
 // The figures of a run, as furiosa-run prints them.
 void print_result(const BenchOptions& o, const BenchResult& r) {
-  fmt::print("mode: {}, devices: {}, workers: {}, batch size: {}\n", o.mode, r.devices, o.workers, o.batch_size);
+  fmt::print("mode: {}, devices: {}, workers: {}, batch size: {}\n", o.mode, r.devices, o.session.worker_num,
+             o.session.batch_size);
   fmt::print("queries: {} ({} errors) in {:.3f} s\n", r.queries, r.errors, r.seconds);
-  fmt::print("QPS: {:.1f} (samples/s: {:.1f})\n", r.qps, r.qps * static_cast<double>(o.batch_size));
+  fmt::print("QPS: {:.1f} (samples/s: {:.1f})\n", r.qps, r.qps * static_cast<double>(o.session.batch_size));
   fmt::print("latency (us): min {:.1f}, mean {:.1f}, p50 {:.1f}, p90 {:.1f}, p95 {:.1f}, p99 {:.1f}, p99.9 {:.1f}, max {:.1f}\n",
              r.min_us, r.mean_us, r.p50_us, r.p90_us, r.p95_us, r.p99_us, r.p999_us, r.max_us);
 }
@@ -113,7 +109,7 @@ std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t see
   return inputs;
 }
 
-BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) {
+BenchResult run_bench(const BenchOptions& o, const InputMaker& make_inputs) {
   if (o.mode != "sync" && o.mode != "async") {
     throw Error(ErrorCode::InvalidArgument, fmt::format("--mode '{}': expected sync or async", o.mode));
   }
@@ -123,17 +119,16 @@ BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) 
   BenchResult r;
   double seconds = 0;
   if (o.mode == "sync") {
-    runtime::RunnerOptions ro = o.base;
-    ro.device = o.devices;
-    ro.worker_num = o.workers;
-    ro.batch_size = o.batch_size;
+    runtime::RunnerOptions ro;
+    static_cast<runtime::SessionOptions&>(ro) = o.session;
     auto runner = runtime::create_runner(o.model, ro);
     r.devices = runner->device_name();
+    const std::vector<Tensor> inputs = make_inputs(runner->model());
     runner->run(inputs);  // warm-up, not counted
     const auto t0 = Clock::now();
     Budget b(o);
     std::vector<std::thread> threads;
-    for (int w = 0; w < o.workers; ++w) {
+    for (int w = 0; w < o.session.worker_num; ++w) {
       threads.emplace_back([&] {
         while (b.claim()) {
           const auto s = Clock::now();
@@ -156,14 +151,10 @@ BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) 
     seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   } else {
     runtime::QueueOptions qo;
-    qo.device = o.devices;
-    qo.worker_num = o.workers;
-    qo.batch_size = o.batch_size;
-    qo.profiler = o.base.profiler;
-    qo.driver = o.base.driver;
-    qo.compiler_config = o.base.compiler_config;
-    qo.input_queue_size = static_cast<std::size_t>(std::max(2, o.workers * 2));
+    static_cast<runtime::SessionOptions&>(qo) = o.session;
+    qo.input_queue_size = static_cast<std::size_t>(std::max(2, o.session.worker_num * 2));
     auto [submitter, receiver] = runtime::create_queue(o.model, qo);
+    const std::vector<Tensor> inputs = make_inputs(submitter.model());
     Budget b(o);
     const auto t0 = Clock::now();
     std::thread producer([&, &s = submitter] {
@@ -187,7 +178,7 @@ BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) 
     producer.join();
     b.finish();
     seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    r.devices = o.devices.empty() ? "default" : o.devices;
+    r.devices = o.session.device.empty() ? "default" : o.session.device;
   }
   std::sort(lat.begin(), lat.end());
   r.queries = lat.size();
@@ -200,16 +191,16 @@ BenchResult run_bench(const BenchOptions& o, const std::vector<Tensor>& inputs) 
     double sum = 0;
     for (double v : lat) sum += v;
     r.mean_us = sum / static_cast<double>(lat.size());
-    r.p50_us = percentile(lat, 0.5);
-    r.p90_us = percentile(lat, 0.9);
-    r.p95_us = percentile(lat, 0.95);
-    r.p99_us = percentile(lat, 0.99);
-    r.p999_us = percentile(lat, 0.999);
+    r.p50_us = profiler::nearest_rank<double>(lat, 500);
+    r.p90_us = profiler::nearest_rank<double>(lat, 900);
+    r.p95_us = profiler::nearest_rank<double>(lat, 950);
+    r.p99_us = profiler::nearest_rank<double>(lat, 990);
+    r.p999_us = profiler::nearest_rank<double>(lat, 999);
   }
   if (o.print) print_result(o, r);
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model.string()}, {"mode", o.mode}, {"devices", r.devices},
-                        {"workers", o.workers}, {"batch_size", o.batch_size}, {"queries", r.queries},
+                        {"workers", o.session.worker_num}, {"batch_size", o.session.batch_size}, {"queries", r.queries},
                         {"errors", r.errors}, {"qps", r.qps},
                         {"latency_us", {{"min", r.min_us}, {"mean", r.mean_us}, {"p50", r.p50_us}, {"p90", r.p90_us},
                                         {"p95", r.p95_us}, {"p99", r.p99_us}, {"p999", r.p999_us}, {"max", r.max_us}}}};

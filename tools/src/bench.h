@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,20 +14,22 @@
 
 namespace furiosa::tools {
 
-/// What to run.
+/// What to run. The session fields (device spec, worker_num, batch size, compiler options,
+/// profiler, driver) are the runtime's SessionOptions, shared with create_runner/create_queue.
 struct BenchOptions {
   std::filesystem::path model;
-  std::string mode = "sync";     ///< "sync": `workers` threads call Runner::run; "async": a queue
-  std::string devices;           ///< device spec
-  int workers = 2;               ///< worker_num (and caller threads in sync mode)
-  std::int64_t batch_size = 1;
+  std::string mode = "sync";     ///< "sync": worker_num threads call Runner::run; "async": a queue
   std::uint64_t queries = 0;     ///< stop after this many queries (0: use duration, default 100)
   double duration_s = 0;         ///< stop after this many seconds (0: use queries)
   std::filesystem::path json;    ///< write the figures as JSON here when set
   bool progress = true;          ///< a progress line on stderr for runs longer than a second
   bool print = true;             ///< print the figures to stdout
-  runtime::RunnerOptions base;   ///< profiler, driver, compiler options
+  runtime::SessionOptions session;
 };
+
+/// Makes the benchmark's inputs (model input order) once the model is loaded, from its
+/// descriptions.
+using InputMaker = std::function<std::vector<Tensor>(const runtime::Model& model)>;
 
 /// Figures of a run. Latency of a query = submit to result, in microseconds.
 struct BenchResult {
@@ -45,9 +48,9 @@ Tensor random_tensor(const runtime::TensorDesc& desc, std::mt19937_64& rng);
 /// random_tensor() for each of the model's inputs in order, from one generator seeded `seed`.
 std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t seed);
 
-/// Runs the benchmark with `inputs` (model input order) and prints the figures to stdout
-/// (unless options.print is false).
-/// Throws furiosa::Error on setup failures; per-query failures are counted in `errors`.
-BenchResult run_bench(const BenchOptions& options, const std::vector<Tensor>& inputs);
+/// Loads the model once (a Runner in sync mode, a queue in async mode), asks `make_inputs` for
+/// the inputs, runs the benchmark and prints the figures to stdout (unless options.print is
+/// false). Throws furiosa::Error on setup failures; per-query failures are counted in `errors`.
+BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs);
 
 }  // namespace furiosa::tools

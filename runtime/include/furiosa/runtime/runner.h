@@ -118,4 +118,13 @@ std::unique_ptr<Runner> create_runner(const std::filesystem::path& path,
 /// Same, from an already imported graph (e.g. one whose inputs were bound as constants).
 std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options = {});
 
+/// The inputs and outputs (names, dtypes, shapes at options.batch_size, formats) the model at
+/// `path` has when run with `options`, found by importing and compiling it, without opening a
+/// device or starting workers (options.device and options.driver are not used). Equal to
+/// create_runner(path, options)->model(). Throws Error(ModelLoadFailed),
+/// Error(UnsupportedOperator), Error(IncompatibleModel) like create_runner.
+Model describe_model(const std::filesystem::path& path, const SessionOptions& options = {});
+/// Same, from an already imported graph.
+Model describe_model(compiler::Graph graph, const SessionOptions& options = {});
+
 }  // namespace furiosa::runtime
