@@ -60,8 +60,15 @@ inline float round_quantized(float v) {
 // Cloned for x86-64-v4 (AVX-512) and AVX2 hosts (picked at load time by the CPU), so the
 // division and the clamps run 16 or 8 lanes wide; each clone computes the same IEEE float
 // operations.
+// Sanitizer builds compile one plain version: the clones' ifunc resolver runs while the dynamic
+// loader relocates, before the sanitizer runtime is initialized, and instrumented it crashes.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define FURIOSA_QUANTIZE_CLONES
+#else
+#define FURIOSA_QUANTIZE_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
 template <class Q, bool kAwayFromZero>
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void quantize_block(
+FURIOSA_QUANTIZE_CLONES void quantize_block(
     const float* x, Q* y, std::int64_t n, float scale, std::int32_t zero_point,
     const std::array<std::int32_t, 2>& range) {
   const float lo = static_cast<float>(range[0] - zero_point);

@@ -131,7 +131,7 @@ Session::~Session() {
   // Started requests finish (including those waiting on a device) before the devices close.
   {
     std::unique_lock lock(active_mu_);
-    active_cv_.wait(lock, [this] { return active_ == 0; });
+    active_cv_.wait(lock, [this] { return active_ == 0 && handoffs_ == 0; });
   }
   if (fence_waiter_) fence_waiter_->join();
   if (pool_) pool_->join();
@@ -272,7 +272,18 @@ void Session::submit_npu(const std::shared_ptr<Request>& req, int index) {
   req->fence = fence;
   // The callback runs on the backend's thread (or here, if the fence already signalled): it
   // only hands the request to the fence-wait executor.
-  fence->on_signal([this, req] { boost::asio::post(*fence_waiter_, [this, req] { fence_stage(req); }); });
+  fence->on_signal([this, req] {
+    // The backend's thread is no thread of ours: the destructor must not destroy the executor
+    // while this thread is still inside post() (signalling its condition variable), so the
+    // hand-off is counted until post() returns.
+    {
+      std::lock_guard lock(active_mu_);
+      ++handoffs_;
+    }
+    boost::asio::post(*fence_waiter_, [this, req] { fence_stage(req); });
+    std::lock_guard lock(active_mu_);
+    if (--handoffs_ == 0 && active_ == 0) active_cv_.notify_all();
+  });
 }
 
 void Session::fence_stage(std::shared_ptr<Request> req) {

@@ -99,11 +99,13 @@ class Session {
   /// completion (worker_num + 2 per device: each device keeps one execution running and one
   /// queued while every worker does host work on another); later ones wait in pending_, not yet
   /// taken by a worker. This bounds host buffers and lets a full queue push back on submit().
-  /// The destructor waits until both are empty.
+  /// The destructor waits until both are empty and no hand-off is in progress.
   std::mutex active_mu_;
   std::condition_variable active_cv_;
   std::size_t active_ = 0;
   std::size_t max_active_ = 1;
+  /// Fence callbacks (backend threads) currently inside post() to the fence-wait executor.
+  std::size_t handoffs_ = 0;
   std::deque<std::shared_ptr<Request>> pending_;
   /// Host buffers of finished inferences, reused so the hot path allocates only the outputs it
   /// hands to the caller. worker_num sets are made and sized at load.
