@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "furiosa/device/backends.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/runner.h"
@@ -45,17 +46,39 @@ struct Args {
   std::string json;
   std::string dataset;        // "fashion-mnist" or "fashion-mnist=DIR"
   std::size_t limit = 0;      // 0 = the whole dataset
+  std::string backend = "auto";   // auto | sim | pcie
   std::string sim_pacing = "on";  // on | off
   std::string sim_mode = "functional";  // functional | timing
 };
 
-// The simulator driver furiosa-run executes on: the built-in configuration (FURIOSA_SIM_* from
-// the environment) with the command line's simulation options.
-std::unique_ptr<device::Driver> make_driver(const Args& a) {
-  device::SimConfig config = device::sim_config_from_environment();
-  config.pacing = a.sim_pacing == "on";
-  config.mode = a.sim_mode == "timing" ? device::SimMode::Timing : device::SimMode::Functional;
-  return device::create_sim_driver(config);
+// The backend furiosa-run executes on (--backend, else FURIOSA_BACKEND, else pcie when a card is
+// present, else sim), printed once as "backend: NAME (why)". For the simulator it is a driver of
+// its own: the built-in configuration (FURIOSA_SIM_* from the environment) with the command
+// line's simulation options; for another backend the session opens the built-in one by name.
+struct Backend {
+  std::unique_ptr<device::Driver> sim;  ///< set when the simulator was chosen
+  std::string name;
+};
+
+Backend make_backend(const Args& a) {
+  const device::BackendChoice choice = device::select_backend(device::builtin_registry(), a.backend);
+  Backend b{nullptr, choice.name};
+  if (choice.name == "sim") {
+    device::SimConfig config = device::sim_config_from_environment();
+    config.pacing = a.sim_pacing == "on";
+    config.mode = a.sim_mode == "timing" ? device::SimMode::Timing : device::SimMode::Functional;
+    b.sim = device::create_sim_driver(config);
+    fmt::print("backend: sim ({}; {} mode, pacing {})\n", choice.reason, a.sim_mode, a.sim_pacing);
+  } else {
+    fmt::print("backend: {} ({})\n", choice.name, choice.reason);
+  }
+  return b;
+}
+
+/// Points the session options at the chosen backend.
+void use_backend(const Backend& b, runtime::SessionOptions& options) {
+  options.driver = b.sim.get();
+  options.backend = b.name;
 }
 
 const fs::path kModelsDir = FURIOSA_MODELS_DIR;
@@ -241,10 +264,9 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
   o.duration_s = a.duration;
   o.json = a.json;
   o.session.profiler = prof;
-  const auto driver = make_driver(a);
-  o.session.driver = driver.get();
   fmt::print("model: {}\n", a.model);
-  fmt::print("simulator: {} mode, pacing {}\n", a.sim_mode, a.sim_pacing);
+  const Backend backend = make_backend(a);
+  use_backend(backend, o.session);
   tools::run_bench(o, [&a](const runtime::Model& model) { return bench_inputs(a, model); });
   finish_trace(prof, a);
   return 0;
@@ -264,9 +286,9 @@ int run(Args a) {
   }
   std::shared_ptr<profiler::Profiler> prof;
   if (!a.trace.empty() || !a.report.empty()) prof = std::make_shared<profiler::Profiler>();
-  const auto driver = make_driver(a);
+  const Backend backend = make_backend(a);
   runtime::RunnerOptions opts;
-  opts.driver = driver.get();
+  use_backend(backend, opts);
   opts.device = a.devices;
   opts.profiler = prof;
   opts.worker_num = a.workers;
@@ -275,7 +297,7 @@ int run(Args a) {
   const auto& model = runner->model();
 
   fmt::print("model: {}{}\n", a.model, default_model ? " (default model)" : "");
-  fmt::print("device: {} (sim, {} mode)\n", runner->device_name(), a.sim_mode);
+  fmt::print("device: {}\n", runner->device_name());
   fmt::print("inputs:\n");
   for (const auto& d : model.inputs) fmt::print("  {}\n", d.to_string());
   fmt::print("outputs:\n");
@@ -347,6 +369,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", a.inputs, "Input tensor NAME=FILE (.npy or ONNX TensorProto .pb); repeatable");
   app.add_option("--output-dir", a.output_dir, "Write each output to DIR/<output name>.npy");
   app.add_option("--trace", a.trace, "Write a Chrome trace (JSON) and print the inference summary");
+  app.add_option("--backend", a.backend, "Device backend: auto (FURIOSA_BACKEND, else pcie when a Warboy card is present, else sim), sim or pcie")
+      ->check(CLI::IsMember({"auto", "sim", "pcie"}));
   app.add_option("--devices", a.devices, "Device: npu0pe0, npu0pe1, npu0pe0-1, npu:X:Y[-Z] (default npu0pe0-1)");
   app.add_option("--seed", a.seed, "Seed for inputs that are not given");
   app.add_flag("--verbose,-v", a.verbose, "Print the partition report");

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "furiosa/device/backends.h"
 #include "furiosa/device/driver.h"
 #include "furiosa/core/error.h"
 #include "furiosa/device/pcie.h"
@@ -32,9 +33,10 @@ struct Card {
   CardInfo info;
 };
 
-// The cards of the chosen backend(s). "auto": pcie when it finds a card, else sim.
+// The cards of the chosen backend(s). "auto": device::select_backend's rule (FURIOSA_BACKEND, else
+// a hardware backend with a card, else sim), the same as a session's.
 std::vector<Card> collect(const Options& options) {
-  DriverRegistry& registry = DriverRegistry::builtin();
+  DriverRegistry& registry = builtin_registry();
   // Before any use of the pcie driver, so that --dev-root/--sysfs-root/--pci-root apply.
   const PcieConfig pcie = options.pcie;
   registry.register_factory("pcie", [pcie] { return create_pcie_driver(pcie); });
@@ -43,7 +45,7 @@ std::vector<Card> collect(const Options& options) {
   if (options.backend == "all") {
     backends = registry.names();
   } else if (options.backend == "auto") {
-    backends = {registry.driver("pcie").enumerate().empty() ? "sim" : "pcie"};
+    backends = {select_backend(registry, "").name};
   } else {
     backends = {options.backend};
   }

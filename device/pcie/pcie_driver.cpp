@@ -141,6 +141,8 @@ class PcieDriver final : public Driver {
 
   std::vector<CardInfo> enumerate() const override { return discover_pcie_cards(config_); }
 
+  bool is_hardware() const noexcept override { return true; }
+
   std::unique_ptr<Device> open(const DeviceFile& file) override {
     const fs::path path = fs::path(config_.dev_root) / file.name();
     const std::vector<CardInfo> cards = discover_pcie_cards(config_);
@@ -152,7 +154,9 @@ class PcieDriver final : public Driver {
     if (!listed) {
       std::string found;
       if (cards.empty()) {
-        found = fmt::format("no Warboy cards were found under {}", config_.dev_root);
+        found = fmt::format("no Warboy card was found under {}; the sim backend (--backend sim or "
+                            "FURIOSA_BACKEND=sim) runs without one",
+                            config_.dev_root);
       } else {
         std::vector<std::string> files;
         for (const CardInfo& c : cards) {
@@ -162,14 +166,16 @@ class PcieDriver final : public Driver {
                             files.empty() ? std::string("none") : fmt::format("{}", fmt::join(files, ", ")));
       }
       throw Error(ErrorCode::DeviceNotFound,
-                  fmt::format("{}: no such device file ({})", path.string(), found));
+                  fmt::format("pcie: {}: no such device file ({})", path.string(), found),
+                  ErrorSubject::of_device(file.name()));
     }
     throw Error(ErrorCode::DeviceNotFound,
                 fmt::format("{}: the pcie backend cannot open real Warboy cards: submitting work "
                             "to a card needs the FuriosaAI kernel driver's ioctl interface, which "
                             "is not available to this project; use the sim backend (see "
                             "docs/devices.md)",
-                            path.string()));
+                            path.string()),
+                ErrorSubject::of_device(file.name()));
   }
 
  private:
@@ -262,6 +268,10 @@ std::vector<CardInfo> discover_pcie_cards(const PcieConfig& config) {
 
 std::unique_ptr<Driver> create_pcie_driver(const PcieConfig& config) {
   return std::make_unique<PcieDriver>(config);
+}
+
+void register_pcie_backend(DriverRegistry& registry) {
+  registry.register_factory("pcie", [] { return create_pcie_driver(); });
 }
 
 }  // namespace furiosa::device

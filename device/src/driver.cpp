@@ -5,10 +5,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "furiosa/core/error.h"
-#include "furiosa/device/pcie.h"
-#include "furiosa/device/sim.h"
 
 namespace furiosa::device {
 
@@ -60,17 +59,29 @@ Driver& DriverRegistry::driver(std::string_view name) {
                   known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
 }
 
-DriverRegistry& DriverRegistry::builtin() {
-  static DriverRegistry registry;
-  static std::once_flag registered;
-  std::call_once(registered, [] {
-    // The environment is read when the "sim" driver is first used, not at registration.
-    registry.register_factory("sim",
-                              [] { return create_sim_driver(sim_config_from_environment()); });
-    // Real cards under /dev and /sys/class/npu_mgmt: listing only (see docs/devices.md).
-    registry.register_factory("pcie", [] { return create_pcie_driver(); });
-  });
-  return registry;
+BackendChoice select_backend(DriverRegistry& registry, std::string_view requested) {
+  const auto chosen = [&](std::string_view name, std::string reason) {
+    return BackendChoice{&registry.driver(name), std::string(name), std::move(reason)};
+  };
+  if (!requested.empty() && requested != "auto") return chosen(requested, "requested");
+  if (const char* env = std::getenv("FURIOSA_BACKEND"); env != nullptr && *env != '\0' &&
+                                                        std::string_view(env) != "auto") {
+    return chosen(env, fmt::format("FURIOSA_BACKEND={}", env));
+  }
+  std::vector<std::string> without_cards;
+  for (const std::string& name : registry.names()) {
+    Driver& driver = registry.driver(name);
+    if (!driver.is_hardware()) continue;
+    if (!driver.enumerate().empty()) return chosen(name, "a Warboy card is present");
+    without_cards.push_back(name);
+  }
+  for (const std::string& name : registry.names()) {
+    if (registry.driver(name).is_hardware()) continue;
+    return chosen(name, without_cards.empty()
+                            ? std::string("no hardware backend is built in")
+                            : fmt::format("no Warboy card found by {}", fmt::join(without_cards, ", ")));
+  }
+  throw Error(ErrorCode::DeviceNotFound, "no device backend is registered");
 }
 
 }  // namespace furiosa::device

@@ -19,6 +19,7 @@
 
 #include "cpu_ops.h"
 #include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/device/backends.h"
 #include "furiosa/device/device_spec.h"
 
 namespace furiosa::runtime::detail {
@@ -93,9 +94,25 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
   }
   profiler_ = config.profiler ? config.profiler : profiler::process_profiler();
   // Device spec precedence: explicit > FURIOSA_DEVICES > NPU_DEVNAME > warboy(2)*1.
-  device::Driver& driver = config.driver ? *config.driver : device::DriverRegistry::builtin().driver("sim");
+  // Backend: a given driver, else by name / FURIOSA_BACKEND / card presence.
+  device::Driver* chosen = config.driver;
+  if (chosen != nullptr) {
+    backend_ = fmt::format("{} (driver given by the caller)", chosen->name());
+  } else {
+    const device::BackendChoice choice = device::select_backend(device::builtin_registry(), config.backend);
+    chosen = choice.driver;
+    backend_ = fmt::format("{} ({})", choice.name, choice.reason);
+  }
+  device::Driver& driver = *chosen;
   const auto spec = device::parse_device_spec(device::effective_device_spec(config.device));
-  const std::vector<device::DeviceFile> files = device::resolve_device_spec(spec, driver.enumerate());
+  const std::vector<device::CardInfo> cards = driver.enumerate();
+  if (cards.empty()) {  // one line saying which backend found nothing, and what runs without a card
+    throw Error(ErrorCode::DeviceNotFound,
+                fmt::format("{}: no NPU card found (backend {}); the simulator runs without one: "
+                            "--backend sim or FURIOSA_BACKEND=sim",
+                            driver.name(), backend_));
+  }
+  const std::vector<device::DeviceFile> files = device::resolve_device_spec(spec, cards);
   {
     profiler::ScopedSpan compile_span(profiler_.get(), "Compile", {});
     compiler::CompilerOptions copts = config.compiler_config;
@@ -375,9 +392,10 @@ void Session::record_npu_spans(const DeviceSlot& dev, const device::ExecutionTim
     profiler_->record(std::move(r));
   }
   profiler_->record(npu("Store", t.store_start_ns, t.store_end_ns, parent.span_id));
-  // The simulator finished computing the execution after its modelled end: the device spans
-  // keep their modelled times and this span shows the host's lateness explicitly.
-  if (t.overrun_ns() > 0) profiler_->record(npu("SimOverrun", t.store_end_ns, t.host_end_ns, parent.span_id));
+  // The backend's own spans of this execution (e.g. the simulator's SimOverrun), as it named them.
+  for (const auto& extra : t.backend_spans) {
+    profiler_->record(npu(extra.name, extra.start_ns, extra.end_ns, parent.span_id));
+  }
 }
 
 void Session::run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx) {

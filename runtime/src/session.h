@@ -53,6 +53,8 @@ class Session {
   const compiler::CompiledModel& compiled() const noexcept { return compiled_; }
   /// Device files held, comma separated ("npu0pe0,npu0pe1").
   std::string device_names() const;
+  /// The backend and why it was chosen ("sim (no Warboy card found by pcie)").
+  const std::string& backend() const noexcept { return backend_; }
   /// Throws Error(InvalidInput) naming the tensor when `inputs` do not fit model().inputs.
   void validate(const std::vector<Tensor>& inputs) const;
 
@@ -89,6 +91,7 @@ class Session {
 
   compiler::CompiledModel compiled_;
   Model model_;
+  std::string backend_;
   std::shared_ptr<profiler::Profiler> profiler_;
   std::vector<std::unique_ptr<DeviceSlot>> devices_;
   /// Host stage workers (worker_num threads).

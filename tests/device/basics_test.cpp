@@ -240,8 +240,8 @@ TEST_CASE("DriverRegistry creates each driver once", "[device][registry]") {
 }
 
 TEST_CASE("Builtin registry has the sim driver", "[device][registry]") {
-  DriverRegistry& registry = DriverRegistry::builtin();
-  CHECK(&registry == &DriverRegistry::builtin());
+  DriverRegistry& registry = builtin_registry();
+  CHECK(&registry == &builtin_registry());
   const auto names = registry.names();
   CHECK(std::find(names.begin(), names.end(), "sim") != names.end());
   Driver& sim = registry.driver("sim");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "furiosa/device/backends.h"
 #include "furiosa/device/device.h"
 #include "furiosa/device/driver.h"
 #include "furiosa/core/error.h"

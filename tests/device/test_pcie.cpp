@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "furiosa/device/backends.h"
 #include "furiosa/device/driver.h"
 #include "furiosa/core/error.h"
 #include "furiosa/device/pcie.h"
@@ -196,7 +197,7 @@ TEST_CASE("pcie: open() refuses, naming the device file", "[device][pcie]") {
                     Catch::Contains("no such device file"));
 
   // The builtin registry has the backend.
-  const auto backends = DriverRegistry::builtin().names();
+  const auto backends = builtin_registry().names();
   CHECK(std::find(backends.begin(), backends.end(), "pcie") != backends.end());
 }
 

@@ -209,7 +209,7 @@ TEST_CASE("furiosa-run --sim-mode timing says the outputs are not valid and writ
                              tmp);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("(sim, timing mode)"));
+  CHECK_THAT(r.out, Catch::Contains("backend: sim (") && Catch::Contains("timing mode"));
   CHECK_THAT(r.out, Catch::Contains("outputs are not valid"));
   CHECK_THAT(r.out, !Catch::Contains("top-5"));
   CHECK_FALSE(fs::exists(tmp / "out"));
@@ -219,4 +219,28 @@ TEST_CASE("furiosa-run --sim-mode timing says the outputs are not valid and writ
   CHECK(line_count(d.err) == 1);
   CHECK_THAT(d.err, Catch::StartsWith("error: InvalidArgument: --dataset needs outputs"));
   CHECK(d.out.empty());
+}
+
+TEST_CASE("furiosa-run picks its backend: --backend, FURIOSA_BACKEND, else sim without a card", "[tools][backend]") {
+  const fs::path tmp = scratch();
+  const std::string model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx").string();
+  // No Warboy card on a test machine: automatic selection says why it took the simulator.
+  const auto automatic = furiosa_run(fmt::format("'{}'", model), tmp);
+  INFO(automatic.out << automatic.err);
+  REQUIRE(automatic.exit_code == 0);
+  CHECK_THAT(automatic.out, Catch::Contains("backend: sim (no Warboy card found by pcie"));
+  // The environment variable, named in the reason.
+  const auto env = test::run_command(fmt::format("cd '{}' && FURIOSA_BACKEND=sim '{}' '{}'", tmp.string(),
+                                                 FURIOSA_RUN_BINARY, model));
+  CHECK(env.exit_code == 0);
+  CHECK_THAT(env.out, Catch::Contains("backend: sim (FURIOSA_BACKEND=sim"));
+  // The PCIe backend without a card: one line naming the device file and what to do instead.
+  const auto pcie = furiosa_run(fmt::format("'{}' --backend pcie", model), tmp);
+  CHECK(pcie.exit_code == 1);
+  CHECK(line_count(pcie.err) == 1);
+  CHECK_THAT(pcie.err, Catch::StartsWith("error: DeviceNotFound: pcie: no NPU card found") &&
+                           Catch::Contains("--backend sim"));
+  // An unknown backend is refused by the option check.
+  CHECK(furiosa_run(fmt::format("'{}' --backend tpu", model), tmp).exit_code != 0);
+  fs::remove_all(tmp);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,15 @@ struct KernelTiming {
   std::uint64_t cycles = 0;  ///< modelled NPU cycles
 };
 
+/// A backend-specific interval of one execution (e.g. the simulator's "SimOverrun": the host
+/// finished computing after the modelled end), in ns on the host's steady clock. The runtime
+/// draws it on the PE's track beside Load/Execution/Store without knowing what it means.
+struct BackendSpan {
+  std::string name;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
 /// Timing of one execution: Load (DMA in), Execution (kernels), Store (DMA out), with the
 /// card's perf-register style figures. NPU Total = store_end_ns - load_start_ns, NPU Run =
 /// exec_end_ns - exec_start_ns (the kernels), NPU IoWait = Total - Run (signed: see iowait_ns()).
@@ -65,10 +75,11 @@ struct ExecutionTiming {
   std::uint64_t peak_macs_per_cycle = 0;  ///< of the device's MAC arrays (all its PEs)
   std::uint64_t dma_bytes_to_device = 0;
   std::uint64_t dma_bytes_to_host = 0;
-  /// Simulator only: steady-clock ns at which the host finished simulating the execution
-  /// functionally, 0 when it was not computed on the host. Later than store_end_ns when the host
-  /// was slower than the modelled card (an overrun: the fence was signalled at this time).
-  std::int64_t host_end_ns = 0;
+  /// Backend-specific spans of this execution (see BackendSpan), in start order.
+  std::vector<BackendSpan> backend_spans;
+  /// Backend-specific figures of this execution, named "<backend>.<figure>" (e.g.
+  /// "sim.host_compute_ns"); documented by each backend.
+  std::map<std::string, std::int64_t> backend_counters;
 
   /// NPU Total in ns.
   std::int64_t total_ns() const noexcept { return store_end_ns - load_start_ns; }
@@ -81,10 +92,6 @@ struct ExecutionTiming {
   double mac_utilization() const noexcept {
     const double denom = static_cast<double>(kernel_cycles) * static_cast<double>(peak_macs_per_cycle);
     return denom > 0 ? static_cast<double>(macs) / denom : 0.0;
-  }
-  /// Host overrun in ns: how much later than the modelled Store end the host finished (0 if not).
-  std::int64_t overrun_ns() const noexcept {
-    return host_end_ns > store_end_ns ? host_end_ns - store_end_ns : 0;
   }
 };
 
@@ -141,8 +148,8 @@ struct DeviceCounters {
   std::uint64_t macs = 0;               ///< useful multiply-accumulates executed
   std::uint64_t dma_bytes_to_device = 0;
   std::uint64_t dma_bytes_to_host = 0;
-  std::uint64_t overruns = 0;           ///< simulator: executions the host finished late
-  std::int64_t overrun_ns = 0;          ///< simulator: sum of their overruns
+  /// Backend-specific cumulative figures, named "<backend>.<figure>" (e.g. "sim.overruns").
+  std::map<std::string, std::int64_t> backend_counters;
 };
 
 /// A region of device DRAM.

@@ -1,5 +1,7 @@
-// Driver registry: each backend ("sim", later "pcie") registers a factory; a Driver enumerates
-// cards and opens device files exclusively.
+// Driver registry: each backend ("sim", "pcie") registers a factory; a Driver enumerates cards
+// and opens device files exclusively. This interface target names no backend: the backends are
+// their own targets (device/sim, device/pcie) with a register_<name>_backend() function, and
+// device/backends builds the process's registry from the configured list (builtin_registry()).
 #pragma once
 
 #include <functional>
@@ -39,6 +41,9 @@ class Driver {
   /// Opens a device file exclusively. Throws Error(DeviceNotFound) when the card or PE range does
   /// not exist and Error(DeviceBusy) when any of its cores is already held; both name the file.
   virtual std::unique_ptr<Device> open(const DeviceFile& file) = 0;
+  /// True for a backend that drives real hardware (pcie): automatic selection prefers it when it
+  /// enumerates a card. False for a reference backend (sim).
+  virtual bool is_hardware() const noexcept { return false; }
 };
 
 /// Factory of a backend's driver.
@@ -60,14 +65,24 @@ class DriverRegistry {
   /// backend name.
   Driver& driver(std::string_view name);
 
-  /// The process-wide registry with the built-in backends registered ("sim"). Created once
-  /// (std::call_once); the simulated cards it holds stand for hardware, which is process-wide.
-  static DriverRegistry& builtin();
-
  private:
   mutable std::mutex mu_;
   std::vector<std::pair<std::string, DriverFactory>> factories_;
   std::vector<std::pair<std::string, std::unique_ptr<Driver>>> drivers_;
 };
+
+/// The backend a session runs on, and why it was chosen (for the user: furiosa-run prints it).
+struct BackendChoice {
+  Driver* driver = nullptr;  ///< owned by the registry
+  std::string name;          ///< "sim", "pcie"
+  std::string reason;        ///< e.g. "FURIOSA_BACKEND=pcie", "no Warboy card found by pcie"
+};
+
+/// Picks a backend of `registry`: `requested` when not empty and not "auto"; else the
+/// FURIOSA_BACKEND environment variable when set and not "auto"; else automatically, the first
+/// hardware backend (Driver::is_hardware(), in name order) that enumerates a card, else the first
+/// reference backend. Throws Error(DeviceNotFound) naming the known backends for an unknown name,
+/// or when the registry has no usable backend.
+BackendChoice select_backend(DriverRegistry& registry, std::string_view requested);
 
 }  // namespace furiosa::device

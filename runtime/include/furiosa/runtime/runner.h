@@ -61,8 +61,11 @@ struct SessionOptions {
   compiler::CompilerOptions compiler_config;
   /// Where spans go. Null means the FURIOSA_PROFILER_OUTPUT_PATH profiler, if that is set.
   std::shared_ptr<profiler::Profiler> profiler;
-  /// Backend to open the device with. Null means the built-in "sim" driver. Borrowed: must
-  /// outlive the Runner or queue.
+  /// Backend by name ("sim", "pcie"); empty or "auto" means FURIOSA_BACKEND, else pcie when a
+  /// Warboy card is present, else sim (device::select_backend). Ignored when `driver` is set.
+  std::string backend;
+  /// A driver to open the device with instead of a built-in backend (tests, tools with their own
+  /// simulator configuration). Borrowed: must outlive the Runner or queue.
   device::Driver* driver = nullptr;
 };
 
@@ -85,6 +88,8 @@ class Runner {
   const Model& model() const noexcept;
   /// The device files this runner holds, comma separated, e.g. "npu0pe0-1".
   std::string device_name() const;
+  /// The backend and why it was chosen, e.g. "sim (no Warboy card found by pcie)".
+  std::string backend() const;
   /// Where each node of the model runs, and why.
   const compiler::PartitionReport& partition_report() const noexcept;
   /// The compiled model (program, CPU ops).

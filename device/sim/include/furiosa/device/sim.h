@@ -65,4 +65,9 @@ SimConfig sim_config_from_environment();
 /// Creates a simulator driver. Each driver instance is an independent set of simulated cards.
 std::unique_ptr<Driver> create_sim_driver(const SimConfig& config = {});
 
+/// Registers the "sim" backend in `registry`: its driver is create_sim_driver() with
+/// sim_config_from_environment(), read when the driver is first used. Called by
+/// builtin_registry() (device/backends); tests may call it on a registry of their own.
+void register_sim_backend(DriverRegistry& registry);
+
 }  // namespace furiosa::device

@@ -36,4 +36,8 @@ std::map<std::string, std::string> read_npu_mgmt_attributes(const PcieConfig& co
 /// this project cannot submit commands to a real card (no kernel-driver ioctl ABI).
 std::unique_ptr<Driver> create_pcie_driver(const PcieConfig& config = {});
 
+/// Registers the "pcie" backend (create_pcie_driver() on the real /dev and sysfs) in `registry`.
+/// Called by builtin_registry() (device/backends).
+void register_pcie_backend(DriverRegistry& registry);
+
 }  // namespace furiosa::device
