@@ -141,13 +141,15 @@ class SimState {
                      : fmt::format("the sim driver has card(s) npu0..npu{} with PEs pe0..pe{} each",
                                    cards - 1, pes - 1);
       throw Error(ErrorCode::DeviceNotFound,
-                  fmt::format("{}: no such device; {}", file.name(), what));
+                  fmt::format("{}: no such device; {}", file.name(), what),
+                  ErrorSubject::of_device(file.name()));
     }
     std::lock_guard lock(mu_);
     for (const DeviceFile& held : held_) {
       if (held.overlaps(file)) {
-        throw Error(ErrorCode::DeviceBusy, fmt::format("{}: device busy: its cores are held by {}",
-                                                       file.name(), held.name()));
+        throw Error(ErrorCode::DeviceBusy,
+                    fmt::format("{}: device busy: its cores are held by {}", file.name(), held.name()),
+                    ErrorSubject::of_device(file.name()));
       }
     }
     held_.push_back(file);
@@ -202,7 +204,8 @@ class SimState {
       return Error(ErrorCode::DeviceFault,
                    fmt::format("{}: device DRAM exhausted: cannot allocate {} bytes (npu{} has {} "
                                "bytes, {} in use)",
-                               file.name(), bytes, file.card, dram, used));
+                               file.name(), bytes, file.card, dram, used),
+                   ErrorSubject::of_device(file.name()));
     };
     if (bytes > dram) throw exhausted();
     const std::uint64_t reserved =
@@ -232,7 +235,8 @@ class SimState {
       throw Error(ErrorCode::DeviceFault,
                   fmt::format("{}: release of {} bytes at 0x{:x}, which is not a buffer allocated "
                               "on this device",
-                              file.name(), buffer.size, buffer.address));
+                              file.name(), buffer.size, buffer.address),
+                  ErrorSubject::of_device(file.name()));
     }
     card.erase(it);
   }
@@ -531,7 +535,8 @@ class SimDevice final : public Device {
       throw Error(ErrorCode::DeviceFault,
                   fmt::format("{}: execution {}: DMA of {} {} ({} bytes at 0x{:x}) is outside the "
                               "program region of {} bytes",
-                              name_, execution, what, index, size, ref.address, region.size()));
+                              name_, execution, what, index, size, ref.address, region.size()),
+                  ErrorSubject::of_device(name_));
     }
   }
 
@@ -609,7 +614,8 @@ class SimDevice final : public Device {
     } catch (const std::exception& e) {
       error = std::make_exception_ptr(
           Error(ErrorCode::DeviceFault,
-                fmt::format("{}: execution {}: {}", name_, task.index, e.what())));
+                fmt::format("{}: execution {}: {}", name_, task.index, e.what()),
+                ErrorSubject::of_device(name_)));
     }
     if (region_data != nullptr) task.program->release_region(region_data);
     {
@@ -652,7 +658,8 @@ class SimDevice final : public Device {
       return Error(
           ErrorCode::DeviceFault,
           fmt::format("{}: execution {}: instruction {} ({}, node '{}') failed: {}", name_,
-                      execution, index, isa::kernel_name(kernel.kind), kernel.node_name, detail));
+                      execution, index, isa::kernel_name(kernel.kind), kernel.node_name, detail),
+          ErrorSubject{name_, kernel.node_name, {}, {}});
     };
     try {
       sim::run_kernel(kernel, region, prepared, index);

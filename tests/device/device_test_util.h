@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
@@ -175,6 +176,50 @@ inline SimSession open_sim(const SimConfig& config = fast_config(),
   s.driver = create_sim_driver(config);
   s.device = s.driver->open(DeviceFile::parse(file));
   return s;
+}
+
+/// The message of the Error `action` throws, CHECKing its code (FAILs when nothing is thrown).
+inline std::string error_message(const std::function<void()>& action, ErrorCode expected) {
+  try {
+    action();
+  } catch (const Error& e) {
+    CHECK(e.code() == expected);
+    return e.message();
+  }
+  FAIL("no error thrown");
+  return {};
+}
+
+/// A program Add(x, c) -> y on [1, 2, 3, 40] lowered uint8, c constant, plus Reshape(y) -> z
+/// linear [1, 240]. Its output is x + c (saturated), with all scales 1 and zero points 0.
+struct AddProgram {
+  std::shared_ptr<const isa::Program> program;
+  std::vector<std::int32_t> constant;
+  Shape shape{1, 2, 3, 40};
+};
+
+inline AddProgram add_program(isa::Layout constant_layout = isa::Layout::LoweredNCHW) {
+  AddProgram p;
+  ProgramBuilder b("add_reshape");
+  p.constant = random_values(240, 0, 100, 11);
+  isa::TensorRef c = constant_layout == isa::Layout::LoweredNCHW
+                         ? b.constant(DType::UInt8, p.shape,
+                                      lower(p.constant, p.shape, DType::UInt8), constant_layout)
+                         : b.constant(DType::UInt8, p.shape, p.constant);
+  isa::TensorRef x = b.activation(DType::UInt8, p.shape, isa::Layout::LoweredNCHW);
+  isa::TensorRef y = b.activation(DType::UInt8, p.shape, isa::Layout::LoweredNCHW);
+  isa::TensorRef z = b.activation(DType::UInt8, {1, 240}, isa::Layout::Linear);
+  b.kernel(isa::KernelKind::Add, {x, c}, {y}, isa::AddParams{}, "add0");
+  b.kernel(isa::KernelKind::Reshape, {y}, {z}, isa::ReshapeParams{}, "flatten0");
+  p.program = b.finish({x}, {z});
+  return p;
+}
+
+/// Expected output of add_program for input values x.
+inline std::vector<std::int32_t> add_expected(const AddProgram& p, const std::vector<std::int32_t>& x) {
+  std::vector<std::int32_t> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = std::min(x[i] + p.constant[i], 255);
+  return y;
 }
 
 /// Loads and runs `program` once; returns the outputs (REQUIREs success).
