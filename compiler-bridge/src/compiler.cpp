@@ -22,6 +22,7 @@
 // Transpose [0, 3, 1, 2] of an "NHWC" value held on the host (a TFLite image input, or its host
 // Quantize) whose consumers all run on the NPU becomes the host Lower step reading NHWC.
 #include "furiosa/compiler/compiler.h"
+#include "furiosa/host/layout.h"
 
 #include <fmt/format.h>
 
@@ -171,14 +172,9 @@ std::vector<std::size_t> data_inputs(const Node& n) {
 // Copies a dense tensor into `layout` (LoweredNCHW pads each row with zeros).
 std::vector<std::byte> lay_out(const Tensor& t, isa::Layout layout) {
   if (layout == isa::Layout::Linear) return {t.bytes().begin(), t.bytes().end()};
-  const auto& s = t.shape();
   const std::size_t es = dtype_size(t.dtype());
-  const std::int64_t rows = s[0] * s[1] * s[2], w = s[3], wp = isa::padded_width(w);
-  std::vector<std::byte> out(static_cast<std::size_t>(rows * wp) * es, std::byte{0});
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::memcpy(out.data() + static_cast<std::size_t>(r * wp) * es,
-                t.bytes().data() + static_cast<std::size_t>(r * w) * es, static_cast<std::size_t>(w) * es);
-  }
+  std::vector<std::byte> out(host::lowered_size(t.shape(), es));
+  host::lower(t.shape(), es, t.bytes(), out);
   return out;
 }
 

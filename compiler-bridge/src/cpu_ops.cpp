@@ -4,6 +4,7 @@
 // section per operator family with its dtype check, shape inference and kernel, and at the end
 // the op table that ties names to the three functions and the public entry points.
 #include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/host/quantize.h"
 
 #include <fmt/format.h>
 
@@ -150,16 +151,6 @@ std::vector<std::int64_t> int_values(const Tensor& t) {
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(s[i]);
   });
   return v;
-}
-
-// Round half to even, independent of the thread's floating-point rounding mode.
-inline float round_half_even(float v) {
-  if (!std::isfinite(v)) return v;
-  const float f = std::floor(v);
-  const float diff = v - f;  // exact for floats
-  if (diff > 0.5f) return f + 1.0f;
-  if (diff < 0.5f) return f;
-  return std::fmod(f, 2.0f) == 0.0f ? f : f + 1.0f;
 }
 
 // Wrap-around integer arithmetic (like numpy) without signed-overflow UB.
@@ -1804,14 +1795,12 @@ void per_axis(const Shape& x, std::int64_t axis, Fn&& fn) {
   }
 }
 
+// One element by the project's one quantization rule (host/quantize.h).
 template <class Q>
 Q quantize_value(float v, float scale, std::int32_t zp) {
-  const float q = round_half_even(v / scale);
-  if (std::isnan(q)) return static_cast<Q>(zp);
-  const float r = q + static_cast<float>(zp);
-  constexpr float lo = static_cast<float>(std::numeric_limits<Q>::lowest());
-  constexpr float hi = static_cast<float>(std::numeric_limits<Q>::max());
-  return static_cast<Q>(std::clamp(r, lo, hi));
+  constexpr auto lo = static_cast<std::int32_t>(std::numeric_limits<Q>::lowest());
+  constexpr auto hi = static_cast<std::int32_t>(std::numeric_limits<Q>::max());
+  return static_cast<Q>(host::quantize_value(v / scale, zp, lo, hi));
 }
 
 std::vector<Tensor> run_quantize(const Ctx& c, const OutInfos& o) {
@@ -1877,8 +1866,8 @@ std::vector<Tensor> run_dynamic_quantize(const Ctx& c, const OutInfos& o) {
   }
   float scale = (mx - mn) / 255.0f;
   if (scale == 0.0f) scale = 1.0f;  // x all zeros: the spec divides by 0; ONNX Runtime uses 1
-  const float zpf = std::clamp(round_half_even((0.0f - mn) / scale), 0.0f, 255.0f);
-  const auto zp = static_cast<std::int32_t>(zpf);
+  // saturate(round(0 - min / scale)) to [0, 255]: the one quantization rule with a zero point of 0.
+  const std::int32_t zp = host::quantize_value((0.0f - mn) / scale, 0, 0, 255);
   std::vector<Tensor> out;
   for (const auto& [dt, shape] : o) out.emplace_back(dt, shape);
   auto y = out[0].as<std::uint8_t>();

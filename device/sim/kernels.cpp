@@ -1567,16 +1567,7 @@ void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
     const auto u = static_cast<std::uint8_t>(byte);
     const std::int32_t x = x_signed ? std::int32_t{static_cast<std::int8_t>(u)} : std::int32_t{u};
     const float f = static_cast<float>(x - p.x.zero_point) * p.x.scale;
-    const float q = std::nearbyint(f / p.y.scale) + static_cast<float>(p.y.zero_point);
-    std::int32_t v;
-    if (q < static_cast<float>(qmin)) {
-      v = qmin;
-    } else if (q > static_cast<float>(qmax)) {
-      v = qmax;
-    } else {
-      v = static_cast<std::int32_t>(q);
-    }
-    lut[byte] = static_cast<std::uint8_t>(v);
+    lut[byte] = static_cast<std::uint8_t>(host::quantize_value(f / p.y.scale, p.y.zero_point, qmin, qmax));
   }
   std::vector<std::byte> scratch;
   const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);

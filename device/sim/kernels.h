@@ -20,11 +20,7 @@ inline std::int32_t qlinear_add(std::int32_t a, const isa::QuantParam& qa, std::
                                 std::int32_t qmin, std::int32_t qmax) noexcept {
   float va = qa.scale * static_cast<float>(a - qa.zero_point);
   float vb = qb.scale * static_cast<float>(b - qb.zero_point);
-  float v = (va + vb) / qy.scale;
-  float q = std::nearbyint(v) + static_cast<float>(qy.zero_point);  // half to even
-  if (q < static_cast<float>(qmin)) return qmin;
-  if (q > static_cast<float>(qmax)) return qmax;
-  return static_cast<std::int32_t>(q);
+  return host::quantize_value((va + vb) / qy.scale, qy.zero_point, qmin, qmax);
 }
 
 /// Executes `kernel` on `region`, the program's DRAM region (TensorRef addresses are offsets

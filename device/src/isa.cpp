@@ -35,16 +35,6 @@ std::uint64_t TensorRef::size_bytes() const noexcept {
   return 0;
 }
 
-std::array<std::int32_t, 2> quant_range(DType dtype) {
-  switch (dtype) {
-    case DType::UInt8: return {0, 255};
-    case DType::Int8: return {-128, 127};
-    default:
-      throw Error(ErrorCode::InvalidArgument,
-                  fmt::format("{} is not an 8-bit quantized type", dtype_name(dtype)));
-  }
-}
-
 QuantizedMultiplier quantize_multiplier(double real_multiplier) {
   if (!std::isfinite(real_multiplier) || real_multiplier < 0.0) {
     throw Error(ErrorCode::InvalidArgument,

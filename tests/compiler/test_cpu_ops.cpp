@@ -16,6 +16,7 @@
 #include "furiosa/compiler/cpu_ops.h"
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/core/error.h"
+#include "furiosa/host/quantize.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -713,4 +714,27 @@ TEST_CASE("cpu ops: attribute and input variants across opsets", "[compiler][cpu
   Tensor ga = f32({2, 2}, {1, 2, 3, 4}), gb = f32({3, 2}, {1, 0, 0, 1, 1, 1}), gc = f32({3}, {10, 20, 30});
   CHECK(values<float>(run1(make_node("Gemm", 3, {{"transB", std::int64_t{1}}, {"beta", 2.0f}}), {&ga, &gb, &gc})) ==
         std::vector<float>{21, 42, 63, 23, 44, 67});
+}
+
+TEST_CASE("cpu ops: QuantizeLinear follows the one rule of the runtime's Quantize step", "[compiler][cpu_ops]") {
+  // The library's QuantizeLinear (constant folding, host fallback) and host::quantize (the
+  // runtime's Quantize step) must agree on every value, NaN and infinities included.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs = {0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 63.75f, 1000.0f, -1000.0f, nan, inf, -inf, -0.0f};
+  Tensor x = f32({static_cast<std::int64_t>(xs.size())}, xs);
+  Tensor scale = f32({}, {0.5f});
+  Tensor zp_u = make<std::uint8_t>(DType::UInt8, {}, {7});
+  Tensor zp_s = make<std::int8_t>(DType::Int8, {}, {-3});
+  const auto library_u = values<std::uint8_t>(run1(make_node("QuantizeLinear", 3), {&x, &scale, &zp_u}));
+  const auto library_s = values<std::int8_t>(run1(make_node("QuantizeLinear", 3), {&x, &scale, &zp_s}));
+  std::vector<std::uint8_t> runtime_u(xs.size());
+  std::vector<std::int8_t> runtime_s(xs.size());
+  host::quantize(xs.data(), runtime_u.data(), static_cast<std::int64_t>(xs.size()), 0.5f, 7);
+  host::quantize(xs.data(), runtime_s.data(), static_cast<std::int64_t>(xs.size()), 0.5f, -3);
+  CHECK(library_u == runtime_u);
+  CHECK(library_s == runtime_s);
+  CHECK(library_u[8] == 7);    // NaN -> the zero point
+  CHECK(library_s[8] == -3);
+  CHECK(library_u[9] == 255);  // +inf -> qmax
+  CHECK(library_s[10] == -128);  // -inf -> qmin
 }

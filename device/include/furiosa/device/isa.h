@@ -29,12 +29,14 @@
 #include <vector>
 
 #include "furiosa/core/tensor.h"
+#include "furiosa/host/layout.h"
+#include "furiosa/host/quantize.h"
 
 namespace furiosa::isa {
 
 /// Width alignment of the lowered activation layout, in elements. Warboy's tensor units work on
 /// 32-element rows (DESIGN.md: "alignment losses when channels or width are not multiples of 32").
-inline constexpr std::int64_t kLoweredWidthAlign = 32;
+using host::kLoweredWidthAlign;
 
 /// How a tensor's elements are placed in device memory.
 enum class Layout : std::uint8_t {
@@ -49,10 +51,8 @@ enum class Layout : std::uint8_t {
 /// "linear" / "lowered_nchw".
 std::string_view layout_name(Layout layout) noexcept;
 
-/// W rounded up to kLoweredWidthAlign.
-inline std::int64_t padded_width(std::int64_t w) noexcept {
-  return (w + kLoweredWidthAlign - 1) / kLoweredWidthAlign * kLoweredWidthAlign;
-}
+/// W rounded up to kLoweredWidthAlign (the one rule, host/layout.h).
+using host::padded_width;
 
 /// A tensor in the program's DRAM region.
 struct TensorRef {
@@ -71,19 +71,10 @@ struct QuantParam {
   std::int32_t zero_point = 0;
 };
 
-/// Rounds acc * multiplier half to even, adds zero_point and saturates to [qmin, qmax].
-/// This is the requantization step of QLinearConv / QLinearMatMul (ONNX operator spec).
-inline std::int32_t requantize(std::int32_t acc, float multiplier, std::int32_t zero_point,
-                               std::int32_t qmin, std::int32_t qmax) noexcept {
-  float v = std::nearbyint(static_cast<float>(acc) * multiplier);  // FE_TONEAREST: half to even
-  float q = v + static_cast<float>(zero_point);
-  if (q < static_cast<float>(qmin)) return qmin;
-  if (q > static_cast<float>(qmax)) return qmax;
-  return static_cast<std::int32_t>(q);
-}
-
-/// Saturation range of an 8-bit type: [0, 255] for UInt8, [-128, 127] for Int8.
-std::array<std::int32_t, 2> quant_range(DType dtype);
+/// The requantization step of QLinearConv / QLinearMatMul and the 8-bit saturation ranges: the
+/// project's one quantization rule (host/quantize.h, ONNX operator spec).
+using host::quant_range;
+using host::requantize;
 
 // ---- The fixed-point requantization rule -----------------------------------------------------
 // Integer-only arithmetic as defined by gemmlowp and TFLite's quantization specification and
