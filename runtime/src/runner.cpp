@@ -79,14 +79,18 @@ std::vector<Tensor> Runner::run_with(const std::vector<std::string>& output_name
   for (const auto& d : model().inputs) {
     auto it = named_inputs.find(d.name);
     if (it == named_inputs.end()) {
-      throw Error(ErrorCode::InvalidInput, fmt::format("input '{}' is not given", d.name));
+      throw Error(ErrorCode::InvalidInput, fmt::format("input '{}' is not given", d.name),
+                  ErrorSubject::of_tensor(d.name));
     }
     inputs.push_back(it->second);
   }
   for (const auto& [name, t] : named_inputs) {
     bool known = false;
     for (const auto& d : model().inputs) known = known || d.name == name;
-    if (!known) throw Error(ErrorCode::InvalidInput, fmt::format("the model has no input named '{}'", name));
+    if (!known) {
+      throw Error(ErrorCode::InvalidInput, fmt::format("the model has no input named '{}'", name),
+                  ErrorSubject::of_tensor(name));
+    }
   }
   auto outputs = run(inputs);
   if (output_names.empty()) return outputs;
@@ -95,7 +99,8 @@ std::vector<Tensor> Runner::run_with(const std::vector<std::string>& output_name
     std::size_t i = 0;
     while (i < model().outputs.size() && model().outputs[i].name != name) ++i;
     if (i == model().outputs.size()) {
-      throw Error(ErrorCode::InvalidInput, fmt::format("the model has no output named '{}'", name));
+      throw Error(ErrorCode::InvalidInput, fmt::format("the model has no output named '{}'", name),
+                  ErrorSubject::of_tensor(name));
     }
     selected.push_back(outputs[i]);
   }

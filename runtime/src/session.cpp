@@ -170,12 +170,16 @@ void Session::validate(const std::vector<Tensor>& inputs) const {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const TensorDesc& d = model_.inputs[i];
     if (inputs[i].dtype() != d.dtype) {
-      throw Error(ErrorCode::InvalidInput, fmt::format("input '{}': expected dtype {}, got {}", d.name,
-                                                       dtype_name(d.dtype), dtype_name(inputs[i].dtype())));
+      throw Error(ErrorCode::InvalidInput,
+                  fmt::format("input '{}': expected dtype {}, got {}", d.name, dtype_name(d.dtype),
+                              dtype_name(inputs[i].dtype())),
+                  ErrorSubject::of_tensor(d.name));
     }
     if (inputs[i].shape() != d.shape) {
-      throw Error(ErrorCode::InvalidInput, fmt::format("input '{}': expected shape {}, got {}", d.name,
-                                                       shape_to_string(d.shape), shape_to_string(inputs[i].shape())));
+      throw Error(ErrorCode::InvalidInput,
+                  fmt::format("input '{}': expected shape {}, got {}", d.name, shape_to_string(d.shape),
+                              shape_to_string(inputs[i].shape())),
+                  ErrorSubject::of_tensor(d.name));
     }
   }
 }

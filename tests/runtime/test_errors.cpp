@@ -27,11 +27,13 @@ TEST_CASE("wrong inputs are refused with the tensor named", "[runtime][errors]")
     CHECK(e.code() == ErrorCode::InvalidInput);
     CHECK_THAT(e.what(), Catch::Contains("Input3") && Catch::Contains("[1, 1, 28, 28]") &&
                              Catch::Contains("[1, 1, 28, 27]"));
+    CHECK(e.tensor() == "Input3");
   }
   SECTION("wrong dtype") {
     auto e = error_of([&] { runner->run({Tensor(DType::UInt8, {1, 1, 28, 28})}); });
     CHECK(e.code() == ErrorCode::InvalidInput);
     CHECK_THAT(e.what(), Catch::Contains("Input3") && Catch::Contains("float32") && Catch::Contains("uint8"));
+    CHECK(e.tensor() == "Input3");
   }
   SECTION("wrong count") {
     auto e = error_of([&] { runner->run({}); });
@@ -44,6 +46,7 @@ TEST_CASE("wrong inputs are refused with the tensor named", "[runtime][errors]")
     auto e = error_of([&] { runner->run_with({}, in); });
     CHECK(e.code() == ErrorCode::InvalidInput);
     CHECK_THAT(e.what(), Catch::Contains("'image'"));
+    CHECK(e.tensor() == "image");
   }
   SECTION("the runner still works after refusing") {
     CHECK(runner->run({Tensor(DType::Float32, {1, 1, 28, 28})}).size() == 1);
