@@ -33,7 +33,7 @@
 #include <map>
 #include <set>
 
-#include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/host/cpu_ops.h"
 #include "furiosa/core/error.h"
 #include "graph_utils.h"
 
@@ -81,7 +81,7 @@ std::vector<std::string> supported_operators() {
       "TFLite models: the operators of compiler::tflite_supported_operators() map onto the above "
       "(AVERAGE_POOL_2D runs on the host as furiosa::QuantizedAveragePool)"};
   std::string host = "host external operators:";
-  for (const auto& op : cpu_op_list()) host += " " + op;
+  for (const auto& op : host::cpu_op_list()) host += " " + op;
   out.push_back(host);
   return out;
 }

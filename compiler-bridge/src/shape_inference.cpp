@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "furiosa/compiler/compiler.h"
-#include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/host/cpu_ops.h"
 #include "furiosa/core/error.h"
 #include "graph_utils.h"
 
@@ -170,15 +170,15 @@ bool infer_node(Graph& g, const Node& n) {
     set_out(g, n, 0, x.dtype, {outer, inner});
   } else {
     std::vector<DType> dtypes;
-    std::vector<CpuValueInfo> infos;
+    std::vector<host::CpuValueInfo> infos;
     infos.reserve(n.inputs.size());
     for (int i : n.inputs) {
       const Value* v = i >= 0 ? &g.values[static_cast<std::size_t>(i)] : nullptr;
       dtypes.push_back(v ? v->dtype : DType::Float32);
-      infos.push_back(v ? CpuValueInfo{v->dtype, v->shape, v->constant ? &*v->constant : nullptr} : CpuValueInfo{});
+      infos.push_back(v ? host::CpuValueInfo{v->dtype, v->shape, v->constant ? &*v->constant : nullptr} : host::CpuValueInfo{});
     }
     if (!cpu_op_supported(n, dtypes, nullptr)) return false;
-    std::vector<const CpuValueInfo*> ptrs;
+    std::vector<const host::CpuValueInfo*> ptrs;
     for (std::size_t i = 0; i < n.inputs.size(); ++i) ptrs.push_back(n.inputs[i] >= 0 ? &infos[i] : nullptr);
     auto outs = cpu_op_infer(n, ptrs);
     for (std::size_t o = 0; o < outs.size(); ++o) set_out(g, n, o, outs[o].first, outs[o].second);

@@ -64,7 +64,7 @@ void dequantize(const compiler::CpuOp& op, const Shape& shape, const Q* x, float
 
 }  // namespace
 
-void run_cpu_op(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
+void run_host_step(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
                 std::span<const std::byte> in, const compiler::HostSlot& out_slot,
                 std::span<std::byte> out) {
   const Shape& s = in_slot.shape;
@@ -99,7 +99,7 @@ void run_cpu_op(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
       host::unlower(s, dtype_size(in_slot.dtype), in, out);
       return;
     case compiler::CpuOpKind::External:
-      throw Error(ErrorCode::Internal, "external operators run through compiler::run_cpu_op");
+      throw Error(ErrorCode::Internal, "external operators run through host::run_cpu_op");
   }
 }
 

@@ -10,7 +10,7 @@ namespace furiosa::runtime::detail {
 
 /// Runs `op` reading `in` (laid out as slot `in_slot`) and writing `out` (slot `out_slot`).
 /// Buffers are exactly the slots' size_bytes(). Thread-safe (no shared state).
-void run_cpu_op(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
+void run_host_step(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
                 std::span<const std::byte> in, const compiler::HostSlot& out_slot,
                 std::span<std::byte> out);
 

@@ -18,7 +18,7 @@
 #include <optional>
 
 #include "cpu_ops.h"
-#include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/host/cpu_ops.h"
 #include "furiosa/device/backends.h"
 #include "furiosa/device/device_spec.h"
 
@@ -409,13 +409,13 @@ void Session::run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::Spa
   span.record().operator_index = op.operator_index;
   if (op.kind != compiler::CpuOpKind::External) {
     const int in = op.inputs.at(0), out = op.outputs.at(0);
-    run_cpu_op(op, compiled_.slots[static_cast<std::size_t>(in)], b.readable(in),
+    run_host_step(op, compiled_.slots[static_cast<std::size_t>(in)], b.readable(in),
                compiled_.slots[static_cast<std::size_t>(out)], b.writable(compiled_, out));
     return;
   }
   std::vector<const Tensor*> ins;
   for (int s : op.inputs) ins.push_back(s >= 0 ? b.ref[static_cast<std::size_t>(s)] : nullptr);
-  auto outs = compiler::run_cpu_op(*op.node, ins);
+  auto outs = host::run_cpu_op(*op.node, ins);
   for (std::size_t o = 0; o < op.outputs.size() && o < outs.size(); ++o) {
     const int s = op.outputs[o];
     if (s < 0) continue;

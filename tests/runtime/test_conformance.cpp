@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/host/cpu_ops.h"
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/runtime/runner.h"
@@ -79,7 +79,7 @@ TEST_CASE("ONNX backend node tests of the supported-op table run through the run
   REQUIRE(fs::is_directory(root));
   std::set<std::string> table;
   for (const auto& op : compiler::npu_operators()) table.insert(op);
-  for (const auto& op : compiler::cpu_op_list()) table.insert(op);
+  for (const auto& op : host::cpu_op_list()) table.insert(op);
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(root)) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());

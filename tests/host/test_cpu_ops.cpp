@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "furiosa/compiler/cpu_ops.h"
+#include "furiosa/host/cpu_ops.h"
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/core/error.h"
 #include "furiosa/host/quantize.h"
@@ -149,7 +149,7 @@ TEST_CASE("cpu ops: ONNX backend node tests, one per single-node test of each li
           "[compiler][cpu_ops][onnx]") {
   const fs::path root = FURIOSA_ONNX_TESTDATA_DIR;
   REQUIRE(fs::is_directory(root));
-  const auto op_list = compiler::cpu_op_list();
+  const auto op_list = host::cpu_op_list();
   std::map<std::string, OpStats> stats;
   for (const auto& op : op_list) stats[op];
 
@@ -187,7 +187,7 @@ TEST_CASE("cpu ops: ONNX backend node tests, one per single-node test of each li
     std::vector<DType> dtypes;
     for (int id : node.inputs) dtypes.push_back(id >= 0 ? g.values[static_cast<std::size_t>(id)].dtype : DType::Float32);
     std::string why;
-    if (!compiler::cpu_op_supported(node, dtypes, &why)) {
+    if (!host::cpu_op_supported(node, dtypes, &why)) {
       REQUIRE(!why.empty());
       skip("cpu_op_supported: " + why);
       continue;
@@ -210,8 +210,8 @@ TEST_CASE("cpu ops: ONNX backend node tests, one per single-node test of each li
         expected[g.outputs[i]] = compiler::load_tensor_pb(set / fmt::format("output_{}.pb", i));
       }
       std::vector<const Tensor*> inputs;
-      std::vector<compiler::CpuValueInfo> infos(node.inputs.size());
-      std::vector<const compiler::CpuValueInfo*> info_ptrs;
+      std::vector<host::CpuValueInfo> infos(node.inputs.size());
+      std::vector<const host::CpuValueInfo*> info_ptrs;
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const int id = node.inputs[k];
         if (id < 0) {
@@ -230,8 +230,8 @@ TEST_CASE("cpu ops: ONNX backend node tests, one per single-node test of each li
       std::vector<std::pair<DType, Shape>> inferred;
       std::vector<Tensor> outputs;
       try {
-        inferred = compiler::cpu_op_infer(node, info_ptrs);
-        outputs = compiler::run_cpu_op(node, inputs);
+        inferred = host::cpu_op_infer(node, info_ptrs);
+        outputs = host::run_cpu_op(node, inputs);
       } catch (const Error& e) {
         FAIL_CHECK("threw " << e.what());
         continue;
@@ -308,7 +308,7 @@ std::vector<T> values(const Tensor& t) {
 }
 
 Tensor run1(const Node& n, const std::vector<const Tensor*>& in) {
-  auto out = compiler::run_cpu_op(n, in);
+  auto out = host::run_cpu_op(n, in);
   REQUIRE(out.size() == 1);
   return std::move(out[0]);
 }
@@ -327,54 +327,54 @@ std::vector<float> ramp(std::size_t n, float scale = 1.0f) {
 }  // namespace
 
 TEST_CASE("cpu ops: list and support queries", "[compiler][cpu_ops]") {
-  const auto list = compiler::cpu_op_list();
+  const auto list = host::cpu_op_list();
   CHECK(list.size() == 33);
   for (const char* op : {"Softmax", "Conv", "DynamicQuantizeLinear", "MatMulInteger", "Cast", "Slice"}) {
     CHECK(std::find(list.begin(), list.end(), op) != list.end());
   }
   std::string why;
-  CHECK(compiler::cpu_op_supported(make_node("Softmax", 1), {DType::Float32}, &why));
+  CHECK(host::cpu_op_supported(make_node("Softmax", 1), {DType::Float32}, &why));
   CHECK(why.empty());
-  CHECK_FALSE(compiler::cpu_op_supported(make_node("Softmax", 1), {DType::UInt8}, &why));
+  CHECK_FALSE(host::cpu_op_supported(make_node("Softmax", 1), {DType::UInt8}, &why));
   CHECK_THAT(why, Catch::Contains("uint8") && Catch::Contains("float32"));
   Node contrib = make_node("QLinearAdd", 8);
   contrib.domain = "com.microsoft";
-  CHECK_FALSE(compiler::cpu_op_supported(contrib, {}, &why));
+  CHECK_FALSE(host::cpu_op_supported(contrib, {}, &why));
   CHECK_THAT(why, Catch::Contains("com.microsoft::QLinearAdd"));
-  CHECK_FALSE(compiler::cpu_op_supported(make_node("MaxPool", 1, {{"kernel_shape", std::vector<std::int64_t>{2, 2, 2}}}),
+  CHECK_FALSE(host::cpu_op_supported(make_node("MaxPool", 1, {{"kernel_shape", std::vector<std::int64_t>{2, 2, 2}}}),
                                          {DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("3-D"));
-  CHECK_FALSE(compiler::cpu_op_supported(make_node("Cast", 1, {{"to", std::int64_t{10}}}), {DType::Float32}, &why));
+  CHECK_FALSE(host::cpu_op_supported(make_node("Cast", 1, {{"to", std::int64_t{10}}}), {DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("type 10"));
   // An omitted optional input's dtype is ignored.
   Node clip = make_node("Clip", 3);
   clip.inputs[1] = -1;
-  CHECK(compiler::cpu_op_supported(clip, {DType::Int8, DType::Float32, DType::Int8}, &why));
+  CHECK(host::cpu_op_supported(clip, {DType::Int8, DType::Float32, DType::Int8}, &why));
   // Attribute of the wrong kind: unsupported with a reason, no exception.
-  CHECK_FALSE(compiler::cpu_op_supported(make_node("Cast", 1, {{"to", std::string("float")}}), {DType::Float32}, &why));
+  CHECK_FALSE(host::cpu_op_supported(make_node("Cast", 1, {{"to", std::string("float")}}), {DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("'to'"));
 }
 
 TEST_CASE("cpu ops: errors name the node", "[compiler][cpu_ops]") {
   Tensor a = f32({2, 3}, std::vector<float>(6, 1.0f)), b = f32({4}, std::vector<float>(4, 1.0f));
   try {
-    compiler::run_cpu_op(make_node("Add", 2), {&a, &b});
+    host::run_cpu_op(make_node("Add", 2), {&a, &b});
     FAIL("no exception");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::IncompatibleModel);
     CHECK_THAT(e.message(), Catch::Contains("t_Add") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
   }
   try {
-    compiler::run_cpu_op(make_node("Erf", 1), {&a});
+    host::run_cpu_op(make_node("Erf", 1), {&a});
     FAIL("no exception");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::UnsupportedOperator);
     CHECK_THAT(e.message(), Catch::Contains("t_Erf"));
   }
   // Reshape's target shape must be a constant for shape inference.
-  compiler::CpuValueInfo data{DType::Float32, {2, 3}, nullptr}, shape{DType::Int64, {1}, nullptr};
+  host::CpuValueInfo data{DType::Float32, {2, 3}, nullptr}, shape{DType::Int64, {1}, nullptr};
   try {
-    compiler::cpu_op_infer(make_node("Reshape", 2), {&data, &shape});
+    host::cpu_op_infer(make_node("Reshape", 2), {&data, &shape});
     FAIL("no exception");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::IncompatibleModel);
@@ -382,18 +382,18 @@ TEST_CASE("cpu ops: errors name the node", "[compiler][cpu_ops]") {
   }
   Tensor target = i64({1}, {6});
   shape.constant = &target;
-  auto inferred = compiler::cpu_op_infer(make_node("Reshape", 2), {&data, &shape});
+  auto inferred = host::cpu_op_infer(make_node("Reshape", 2), {&data, &shape});
   REQUIRE(inferred.size() == 1);
   CHECK(inferred[0].second == Shape{6});
   // Data-dependent failures: InvalidInput.
   Tensor idx = i64({1}, {5});
-  CHECK_THROWS_MATCHES(compiler::run_cpu_op(make_node("Gather", 2), {&a, &idx}), Error,
+  CHECK_THROWS_MATCHES(host::run_cpu_op(make_node("Gather", 2), {&a, &idx}), Error,
                        Catch::Predicate<Error>([](const Error& e) { return e.code() == ErrorCode::InvalidInput; }));
   Tensor n1 = i64({2}, {7, 1}), z = i64({2}, {1, 0});
-  CHECK_THROWS_MATCHES(compiler::run_cpu_op(make_node("Div", 2), {&n1, &z}), Error,
+  CHECK_THROWS_MATCHES(host::run_cpu_op(make_node("Div", 2), {&n1, &z}), Error,
                        Catch::Predicate<Error>([](const Error& e) { return e.code() == ErrorCode::InvalidInput; }));
   // A missing required input.
-  CHECK_THROWS_MATCHES(compiler::run_cpu_op(make_node("MatMul", 2), {&a, nullptr}), Error,
+  CHECK_THROWS_MATCHES(host::run_cpu_op(make_node("MatMul", 2), {&a, nullptr}), Error,
                        Catch::Predicate<Error>([](const Error& e) {
                          return e.code() == ErrorCode::IncompatibleModel &&
                                 e.message().find("input 1") != std::string::npos;
@@ -420,8 +420,8 @@ TEST_CASE("cpu ops: Cast between the five dtypes", "[compiler][cpu_ops]") {
   Tensor u = make<std::uint8_t>(DType::UInt8, {2}, {200, 7});
   CHECK(values<std::int8_t>(to(3, u)) == std::vector<std::int8_t>{-56, 7});
   CHECK(values<std::int32_t>(to(6, u)) == std::vector<std::int32_t>{200, 7});
-  const compiler::CpuValueInfo info{DType::UInt8, {2, 5}, nullptr};
-  auto inferred = compiler::cpu_op_infer(make_node("Cast", 1, {{"to", std::int64_t{6}}}), {&info});
+  const host::CpuValueInfo info{DType::UInt8, {2, 5}, nullptr};
+  auto inferred = host::cpu_op_infer(make_node("Cast", 1, {{"to", std::int64_t{6}}}), {&info});
   CHECK(inferred.at(0).first == DType::Int32);
   CHECK(inferred.at(0).second == Shape{2, 5});
 }
@@ -505,7 +505,7 @@ TEST_CASE("cpu ops: QuantizeLinear / DequantizeLinear variants", "[compiler][cpu
 
 TEST_CASE("cpu ops: DynamicQuantizeLinear of all zeros", "[compiler][cpu_ops]") {
   Tensor x = f32({2, 2}, {0, 0, 0, 0});
-  auto out = compiler::run_cpu_op(make_node("DynamicQuantizeLinear", 1, {}, 3), {&x});
+  auto out = host::run_cpu_op(make_node("DynamicQuantizeLinear", 1, {}, 3), {&x});
   REQUIRE(out.size() == 3);
   CHECK(out[1].as<float>()[0] == 1.0f);
   CHECK(out[2].as<std::uint8_t>()[0] == 0);
@@ -638,7 +638,7 @@ TEST_CASE("cpu ops: Conv with group, dilations, strides and asymmetric pads", "[
 TEST_CASE("cpu ops: pooling variants", "[compiler][cpu_ops]") {
   // int8 MaxPool with Indices in column-major storage order.
   Tensor x = make<std::int8_t>(DType::Int8, {1, 1, 2, 3}, {-5, 7, 1, 9, -128, 2});
-  auto out = compiler::run_cpu_op(
+  auto out = host::run_cpu_op(
       make_node("MaxPool", 1, {{"kernel_shape", std::vector<std::int64_t>{2, 2}}, {"storage_order", std::int64_t{1}}}, 2),
       {&x});
   REQUIRE(out.size() == 2);
@@ -678,10 +678,10 @@ TEST_CASE("cpu ops: attribute and input variants across opsets", "[compiler][cpu
   CHECK_THROWS_AS(run1(make_node("Squeeze", 1, {{"axes", std::vector<std::int64_t>{0}}}), {&x}), Error);
   // Split with the 'split' attribute (opset < 13) and with 'num_outputs' (opset 18).
   Tensor s = f32({5}, {1, 2, 3, 4, 5});
-  auto parts = compiler::run_cpu_op(make_node("Split", 1, {{"split", std::vector<std::int64_t>{1, 4}}}, 2), {&s});
+  auto parts = host::run_cpu_op(make_node("Split", 1, {{"split", std::vector<std::int64_t>{1, 4}}}, 2), {&s});
   REQUIRE(parts.size() == 2);
   CHECK(values<float>(parts[1]) == std::vector<float>{2, 3, 4, 5});
-  auto thirds = compiler::run_cpu_op(make_node("Split", 1, {{"num_outputs", std::int64_t{3}}}, 3), {&s});
+  auto thirds = host::run_cpu_op(make_node("Split", 1, {{"num_outputs", std::int64_t{3}}}, 3), {&s});
   REQUIRE(thirds.size() == 3);
   CHECK(thirds[2].shape() == Shape{1});
   // ReduceMean with axes as input (opset 18), noop_with_empty_axes.

@@ -1,4 +1,5 @@
-// The host ("external", CPU fallback) operator library: float and integer ONNX operators the NPU
+// The host ("external", CPU fallback) operator library (host/src/cpu_ops.cpp and one file per
+// operator family under host/src/ops/): float and integer ONNX operators the NPU
 // cannot run, executed on dense row-major host tensors. The compiler asks it what the host can
 // run (cpu_op_supported), infers shapes with it (cpu_op_infer) and constant-folds with it; the
 // runtime executes the CPU partitions with run_cpu_op. Every function is pure: no shared state,
@@ -15,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "furiosa/compiler/graph.h"
 #include "furiosa/core/tensor.h"
+#include "furiosa/host/op_node.h"
 
-namespace furiosa::compiler {
+namespace furiosa::host {
 
 /// True when the host library implements node.qualified_op() ("Softmax", "com.microsoft::X", ...)
 /// for the given input dtypes and the node's attributes; otherwise false, and `reason` (when
@@ -31,7 +32,7 @@ namespace furiosa::compiler {
 /// cpu_op_infer / run_cpu_op, which throw Error(IncompatibleModel).
 /// Never throws for an unknown op or dtype (returns false); a present attribute of the wrong kind
 /// also yields false with the reason.
-bool cpu_op_supported(const Node& node, const std::vector<DType>& input_dtypes,
+bool cpu_op_supported(const OpNode& node, const std::vector<DType>& input_dtypes,
                       std::string* reason);
 
 /// What cpu_op_infer knows about one input: its dtype and shape, and its value when it is a
@@ -51,7 +52,7 @@ struct CpuValueInfo {
 /// Throws Error(IncompatibleModel) naming the node (name and op) when the inputs do not fit the
 /// operator (rank, broadcast, channel counts, missing required input or constant, bad attribute),
 /// and Error(UnsupportedOperator) when cpu_op_supported would say no.
-std::vector<std::pair<DType, Shape>> cpu_op_infer(const Node& node,
+std::vector<std::pair<DType, Shape>> cpu_op_infer(const OpNode& node,
                                                   const std::vector<const CpuValueInfo*>& inputs);
 
 /// Runs the node on host tensors (dense row-major). `inputs[i]` is node input i and may be null
@@ -69,7 +70,7 @@ std::vector<std::pair<DType, Shape>> cpu_op_infer(const Node& node,
 ///  - InvalidInput: data-dependent failures: an index out of range (Gather), an integer
 ///    division by zero (Div on integer tensors), a zero or NaN y_scale (QuantizeLinear);
 ///  - Internal (cpu_op_infer only): a CpuValueInfo whose constant disagrees with its dtype/shape.
-std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*>& inputs);
+std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tensor*>& inputs);
 
 /// Op types the host library runs, qualified as Node::qualified_op() returns them (all are in the
 /// default ai.onnx domain), in a fixed order. Per op, the dtypes and the choices made:
@@ -130,4 +131,4 @@ std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*
 ///    quantization).
 std::vector<std::string> cpu_op_list();
 
-}  // namespace furiosa::compiler
+}  // namespace furiosa::host

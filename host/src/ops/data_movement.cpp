@@ -1,0 +1,448 @@
+// The host operator library (host/cpu_ops.h): Data movement: Flatten, Reshape, Transpose, Concat, Split, Squeeze, Unsqueeze, Identity, Shape,
+// Gather, Slice, Cast.
+#include "ops_common.h"
+
+namespace furiosa::host::detail {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Data movement: Flatten, Reshape, Transpose, Concat, Split, Squeeze, Unsqueeze, Identity,
+// Shape, Gather, Slice, Cast
+// ---------------------------------------------------------------------------------------------
+
+
+// Same bytes, new shape (Flatten, Reshape, Squeeze, Unsqueeze, Identity).
+std::vector<Tensor> run_copy(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  std::vector<std::byte> bytes(x.bytes().begin(), x.bytes().end());
+  return {Tensor(o[0].first, o[0].second, std::move(bytes))};
+}
+
+OutInfos infer_flatten(const Ctx& c) {
+  const Shape& x = c.shape(0, "input");
+  const std::int64_t rank = static_cast<std::int64_t>(x.size());
+  std::int64_t axis = c.node.attr_int("axis", 1);
+  if (axis < -rank || axis > rank) c.bad(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  if (axis < 0) axis += rank;
+  std::int64_t a = 1, b = 1;
+  for (std::int64_t d = 0; d < rank; ++d) (d < axis ? a : b) *= x[d];
+  return {{c.dtype(0, "input"), {a, b}}};
+}
+
+std::string check_reshape(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}.in(0, "data", kAll).in(1, "shape", kIdx).reason;
+}
+OutInfos infer_reshape(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  const auto spec = int_values(c.constant(1, "shape"));
+  const bool allowzero = c.node.attr_int("allowzero", 0) != 0;
+  Shape out(spec.size());
+  std::int64_t known = 1;
+  int infer_at = -1;
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    std::int64_t v = spec[i];
+    if (v == 0 && !allowzero) {
+      if (i >= x.size()) c.bad(fmt::format("shape[{}] = 0 copies a dim the input {} does not have", i, shape_to_string(x)));
+      v = x[i];
+    }
+    if (v == -1) {
+      if (infer_at >= 0) c.bad("shape has more than one -1");
+      infer_at = static_cast<int>(i);
+      continue;
+    }
+    if (v < 0) c.bad(fmt::format("shape[{}] = {} is invalid", i, v));
+    out[i] = v;
+    known *= v;
+  }
+  const std::int64_t total = element_count(x);
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0) {
+      c.bad(fmt::format("cannot reshape {} to {}", shape_to_string(x), shape_to_string(spec)));
+    }
+    out[static_cast<std::size_t>(infer_at)] = total / known;
+  } else if (known != total) {
+    c.bad(fmt::format("cannot reshape {} ({} elements) to {}", shape_to_string(x), total, shape_to_string(out)));
+  }
+  return {{c.dtype(0, "data"), out}};
+}
+
+std::vector<std::int64_t> transpose_perm(const Ctx& c, std::size_t rank) {
+  std::vector<std::int64_t> dflt(rank);
+  for (std::size_t i = 0; i < rank; ++i) dflt[i] = static_cast<std::int64_t>(rank - 1 - i);
+  auto perm = c.node.attr_ints("perm", dflt);
+  std::vector<bool> seen(rank, false);
+  bool ok = perm.size() == rank;
+  for (std::size_t i = 0; ok && i < perm.size(); ++i) {
+    ok = perm[i] >= 0 && perm[i] < static_cast<std::int64_t>(rank) && !seen[static_cast<std::size_t>(perm[i])];
+    if (ok) seen[static_cast<std::size_t>(perm[i])] = true;
+  }
+  if (!ok) c.bad(fmt::format("perm {} is not a permutation of {} dims", shape_to_string(perm), rank));
+  return perm;
+}
+OutInfos infer_transpose(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  const auto perm = transpose_perm(c, x.size());
+  Shape out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) out[i] = x[static_cast<std::size_t>(perm[i])];
+  return {{c.dtype(0, "data"), out}};
+}
+std::vector<Tensor> run_transpose(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const auto perm = transpose_perm(c, x.shape().size());
+  const auto in_st = contiguous_strides(x.shape());
+  std::vector<std::int64_t> st(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) st[i] = in_st[static_cast<std::size_t>(perm[i])];
+  Tensor y(o[0].first, o[0].second);
+  gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), y.shape(), st, 0);
+  return {std::move(y)};
+}
+
+std::string check_concat(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.require(!d.empty(), "Concat needs at least one input");
+  for (std::size_t i = 0; i < d.size(); ++i) ch.in(i, "input", kAll).same(0, i);
+  return ch.reason;
+}
+OutInfos infer_concat(const Ctx& c) {
+  if (c.in.empty()) c.bad("Concat needs at least one input");
+  const Shape& first = c.shape(0, "input 0");
+  const DType dt = c.dtype(0, "input 0");
+  if (first.empty()) c.bad("Concat inputs must have rank >= 1");
+  const std::int64_t rank = static_cast<std::int64_t>(first.size());
+  if (!c.node.attributes.count("axis")) c.bad("attribute 'axis' is required");
+  const auto axis = static_cast<std::size_t>(c.axis(c.node.attr_int("axis", 0), rank, "axis"));
+  Shape out = first;
+  out[axis] = 0;
+  for (std::size_t i = 0; i < c.in.size(); ++i) {
+    const Shape& s = c.shape(i, "input");
+    if (c.dtype(i, "input") != dt) c.bad("inputs have different dtypes");
+    bool ok = s.size() == first.size();
+    for (std::size_t d = 0; ok && d < s.size(); ++d) ok = d == axis || s[d] == first[d];
+    if (!ok) {
+      c.bad(fmt::format("input {} has shape {}, which does not fit {} along axis {}", i,
+                        shape_to_string(s), shape_to_string(first), axis));
+    }
+    out[axis] += s[axis];
+  }
+  return {{dt, out}};
+}
+std::vector<Tensor> run_concat(const Ctx& c, const OutInfos& o) {
+  Tensor y(o[0].first, o[0].second);
+  const Shape& ys = y.shape();
+  const auto axis = static_cast<std::size_t>(
+      c.axis(c.node.attr_int("axis", 0), static_cast<std::int64_t>(ys.size()), "axis"));
+  std::int64_t outer = 1, inner = static_cast<std::int64_t>(dtype_size(y.dtype()));
+  for (std::size_t d = 0; d < axis; ++d) outer *= ys[d];
+  for (std::size_t d = axis + 1; d < ys.size(); ++d) inner *= ys[d];
+  std::byte* dst = y.bytes().data();
+  const std::int64_t row = ys[axis] * inner;
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < c.in.size(); ++i) {
+    const Tensor& x = c.t(i);
+    const std::int64_t chunk = x.shape()[axis] * inner;
+    const std::byte* src = x.bytes().data();
+    for (std::int64_t a = 0; a < outer && chunk > 0; ++a) {
+      std::memcpy(dst + a * row + at, src + a * chunk, static_cast<std::size_t>(chunk));
+    }
+    at += chunk;
+  }
+  return {std::move(y)};
+}
+
+// Split sizes along the axis: input 1 (opset >= 13), attribute 'split' (< 13), 'num_outputs'
+// (>= 18, last part smaller), else equal parts.
+std::vector<std::int64_t> split_sizes(const Ctx& c, std::int64_t dim) {
+  std::vector<std::int64_t> sizes;
+  const auto parts = static_cast<std::int64_t>(c.n_out);
+  if (c.has(1)) {
+    sizes = int_values(c.constant(1, "split"));
+  } else if (c.node.attributes.count("split")) {
+    sizes = c.node.attr_ints("split", {});
+  } else if (c.node.attributes.count("num_outputs")) {
+    const std::int64_t num = c.node.attr_int("num_outputs", parts);
+    if (num != parts || num < 1) c.bad(fmt::format("num_outputs {} but the node has {} outputs", num, parts));
+    const std::int64_t each = (dim + num - 1) / num;
+    for (std::int64_t i = 0; i < num; ++i) sizes.push_back(std::max<std::int64_t>(0, std::min(each, dim - i * each)));
+  } else {
+    if (dim % parts != 0) c.bad(fmt::format("dim {} does not split into {} equal parts", dim, parts));
+    sizes.assign(static_cast<std::size_t>(parts), dim / parts);
+  }
+  if (static_cast<std::int64_t>(sizes.size()) != parts) {
+    c.bad(fmt::format("{} split sizes for {} outputs", sizes.size(), parts));
+  }
+  std::int64_t sum = 0;
+  for (auto s : sizes) {
+    if (s < 0) c.bad("split sizes must be >= 0");
+    sum += s;
+  }
+  if (sum != dim) c.bad(fmt::format("split sizes sum to {}, the axis has {}", sum, dim));
+  return sizes;
+}
+OutInfos infer_split(const Ctx& c) {
+  const Shape& x = c.shape(0, "input");
+  const auto axis = static_cast<std::size_t>(
+      c.axis(c.node.attr_int("axis", 0), static_cast<std::int64_t>(x.size()), "axis"));
+  OutInfos out;
+  for (auto s : split_sizes(c, x[axis])) {
+    Shape o = x;
+    o[axis] = s;
+    out.push_back({c.dtype(0, "input"), o});
+  }
+  return out;
+}
+std::vector<Tensor> run_split(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const Shape& xs = x.shape();
+  const auto axis = static_cast<std::size_t>(
+      c.axis(c.node.attr_int("axis", 0), static_cast<std::int64_t>(xs.size()), "axis"));
+  std::int64_t outer = 1, inner = static_cast<std::int64_t>(dtype_size(x.dtype()));
+  for (std::size_t d = 0; d < axis; ++d) outer *= xs[d];
+  for (std::size_t d = axis + 1; d < xs.size(); ++d) inner *= xs[d];
+  const std::int64_t row = xs[axis] * inner;
+  std::vector<Tensor> out;
+  std::int64_t at = 0;
+  for (const auto& [dt, shape] : o) {
+    Tensor y(dt, shape);
+    const std::int64_t chunk = shape[axis] * inner;
+    for (std::int64_t a = 0; a < outer && chunk > 0; ++a) {
+      std::memcpy(y.bytes().data() + a * chunk, x.bytes().data() + a * row + at, static_cast<std::size_t>(chunk));
+    }
+    at += chunk;
+    out.push_back(std::move(y));
+  }
+  return out;
+}
+
+// Axes from input 1 (opset >= 13) or attribute 'axes'; nullopt when neither is given.
+std::optional<std::vector<std::int64_t>> axes_operand(const Ctx& c) {
+  if (c.has(1)) return int_values(c.constant(1, "axes"));
+  if (c.node.attributes.count("axes")) return c.node.attr_ints("axes", {});
+  return std::nullopt;
+}
+
+OutInfos infer_squeeze(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  const std::int64_t rank = static_cast<std::int64_t>(x.size());
+  std::vector<bool> drop(x.size(), false);
+  if (auto axes = axes_operand(c)) {
+    for (auto a : *axes) {
+      const auto ax = static_cast<std::size_t>(c.axis(a, rank, "axis"));
+      if (x[ax] != 1) c.bad(fmt::format("cannot squeeze axis {} of shape {}: not 1", a, shape_to_string(x)));
+      drop[ax] = true;
+    }
+  } else {
+    for (std::size_t d = 0; d < x.size(); ++d) drop[d] = x[d] == 1;
+  }
+  Shape out;
+  for (std::size_t d = 0; d < x.size(); ++d) {
+    if (!drop[d]) out.push_back(x[d]);
+  }
+  return {{c.dtype(0, "data"), out}};
+}
+
+OutInfos infer_unsqueeze(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  auto axes = axes_operand(c);
+  if (!axes) c.bad("axes are required (input 1 since opset 13, attribute before)");
+  const std::int64_t rank = static_cast<std::int64_t>(x.size() + axes->size());
+  std::vector<bool> added(static_cast<std::size_t>(rank), false);
+  for (auto a : *axes) {
+    const auto ax = static_cast<std::size_t>(c.axis(a, rank, "axis"));
+    if (added[ax]) c.bad(fmt::format("axis {} is listed twice", a));
+    added[ax] = true;
+  }
+  Shape out;
+  std::size_t next = 0;
+  for (std::size_t d = 0; d < added.size(); ++d) out.push_back(added[d] ? 1 : x[next++]);
+  return {{c.dtype(0, "data"), out}};
+}
+
+OutInfos infer_shape(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  const auto rank = static_cast<std::int64_t>(x.size());
+  auto clampi = [&](std::int64_t v) { return std::clamp(v < 0 ? v + rank : v, std::int64_t{0}, rank); };
+  const std::int64_t start = clampi(c.node.attr_int("start", 0));
+  const std::int64_t end = clampi(c.node.attr_int("end", rank));
+  return {{DType::Int64, {std::max<std::int64_t>(0, end - start)}}};
+}
+std::vector<Tensor> run_shape(const Ctx& c, const OutInfos& o) {
+  const Shape& x = c.t(0).shape();
+  const auto rank = static_cast<std::int64_t>(x.size());
+  std::int64_t start = c.node.attr_int("start", 0);
+  start = std::clamp(start < 0 ? start + rank : start, std::int64_t{0}, rank);
+  Tensor y(o[0].first, o[0].second);
+  auto v = y.as<std::int64_t>();
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = x[static_cast<std::size_t>(start) + i];
+  return {std::move(y)};
+}
+
+std::string check_gather(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}.in(0, "data", kAll).in(1, "indices", kIdx).reason;
+}
+OutInfos infer_gather(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  const Shape& idx = c.shape(1, "indices");
+  if (x.empty()) c.bad("data must have rank >= 1");
+  const auto axis = static_cast<std::size_t>(
+      c.axis(c.node.attr_int("axis", 0), static_cast<std::int64_t>(x.size()), "axis"));
+  Shape out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
+  return {{c.dtype(0, "data"), out}};
+}
+std::vector<Tensor> run_gather(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const Shape& xs = x.shape();
+  const auto axis = static_cast<std::size_t>(
+      c.axis(c.node.attr_int("axis", 0), static_cast<std::int64_t>(xs.size()), "axis"));
+  auto idx = int_values(c.t(1));
+  const std::int64_t n = xs[axis];
+  for (auto& i : idx) {
+    if (i < -n || i >= n) {
+      fail(c.node, ErrorCode::InvalidInput, fmt::format("index {} is out of range for axis {} of size {}", i, axis, n));
+    }
+    if (i < 0) i += n;
+  }
+  std::int64_t outer = 1, inner = static_cast<std::int64_t>(dtype_size(x.dtype()));
+  for (std::size_t d = 0; d < axis; ++d) outer *= xs[d];
+  for (std::size_t d = axis + 1; d < xs.size(); ++d) inner *= xs[d];
+  Tensor y(o[0].first, o[0].second);
+  std::byte* dst = y.bytes().data();
+  const std::byte* src = x.bytes().data();
+  if (inner == 0) return {std::move(y)};
+  for (std::int64_t a = 0; a < outer; ++a) {
+    for (auto i : idx) {
+      std::memcpy(dst, src + (a * n + i) * inner, static_cast<std::size_t>(inner));
+      dst += inner;
+    }
+  }
+  return {std::move(y)};
+}
+
+std::string check_slice(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}
+      .in(0, "data", kAll)
+      .in(1, "starts", kIdx, false)
+      .in(2, "ends", kIdx, false)
+      .in(3, "axes", kIdx, false)
+      .in(4, "steps", kIdx, false)
+      .reason;
+}
+
+struct SliceGeom {
+  Shape out;
+  std::vector<std::int64_t> strides;  // source strides per output dim (steps applied)
+  std::int64_t base = 0;              // source offset of the first element
+};
+SliceGeom slice_geom(const Ctx& c, const Shape& x) {
+  std::vector<std::int64_t> starts, ends, axes, steps;
+  if (c.has(1)) {
+    starts = int_values(c.constant(1, "starts"));
+    ends = int_values(c.constant(2, "ends"));
+    if (c.has(3)) axes = int_values(c.constant(3, "axes"));
+    if (c.has(4)) steps = int_values(c.constant(4, "steps"));
+  } else {  // opset < 10
+    starts = c.node.attr_ints("starts", {});
+    ends = c.node.attr_ints("ends", {});
+    axes = c.node.attr_ints("axes", {});
+  }
+  if (axes.empty()) {
+    for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    c.bad("starts, ends, axes and steps must have the same length");
+  }
+  const std::int64_t rank = static_cast<std::int64_t>(x.size());
+  SliceGeom g;
+  g.out = x;
+  const auto in_st = contiguous_strides(x);
+  g.strides = in_st;
+  std::vector<bool> seen(x.size(), false);
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const auto ax = static_cast<std::size_t>(c.axis(axes[i], rank, "axis"));
+    if (seen[ax]) c.bad(fmt::format("axis {} is sliced twice", axes[i]));
+    seen[ax] = true;
+    const std::int64_t dim = x[ax], step = steps[i];
+    if (step == 0) c.bad("slice step must not be 0");
+    std::int64_t start = starts[i], end = ends[i];
+    if (start < 0) start += dim;
+    if (end < 0) end += dim;
+    std::int64_t len = 0;
+    if (step > 0) {
+      start = std::clamp<std::int64_t>(start, 0, dim);
+      end = std::clamp<std::int64_t>(end, 0, dim);
+      len = end > start ? (end - start + step - 1) / step : 0;
+    } else if (dim > 0) {
+      start = std::clamp<std::int64_t>(start, 0, dim - 1);
+      end = std::clamp<std::int64_t>(end, -1, dim - 1);
+      len = start > end ? (start - end - step - 1) / -step : 0;
+    }
+    g.out[ax] = len;
+    g.strides[ax] = in_st[ax] * step;
+    if (len > 0) g.base += start * in_st[ax];
+  }
+  return g;
+}
+OutInfos infer_slice(const Ctx& c) {
+  return {{c.dtype(0, "data"), slice_geom(c, c.shape(0, "data")).out}};
+}
+std::vector<Tensor> run_slice(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const SliceGeom g = slice_geom(c, x.shape());
+  Tensor y(o[0].first, o[0].second);
+  gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), g.out, g.strides, g.base);
+  return {std::move(y)};
+}
+
+
+std::string check_cast(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.in(0, "input", kAll);
+  const std::int64_t to = n.attr_int("to", -1);
+  ch.require(n.attributes.count("to") > 0, "attribute 'to' is required");
+  ch.require(dtype_from_onnx(to).has_value(),
+             fmt::format("cast to ONNX type {} is not implemented (only float32, uint8, int8, int32, "
+                         "int64: 1, 2, 3, 6, 7)", to));
+  return ch.reason;
+}
+OutInfos infer_cast(const Ctx& c) {
+  const auto to = dtype_from_onnx(c.node.attr_int("to", -1));
+  if (!to) c.bad("attribute 'to' is missing or names a type the host cannot hold");
+  return {{*to, c.shape(0, "input")}};
+}
+std::vector<Tensor> run_cast(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  Tensor y(o[0].first, o[0].second);
+  visit_dtype(x.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    visit_dtype(y.dtype(), [&](auto to_tag) {
+      using To = decltype(to_tag);
+      auto s = x.as<From>();
+      auto d = y.as<To>();
+      for (std::size_t i = 0; i < s.size(); ++i) d[i] = convert<To>(s[i]);
+    });
+  });
+  return {std::move(y)};
+}
+
+}  // namespace
+
+OpRows data_movement_ops() {
+  OpRows rows;
+  rows.onnx.push_back({"Flatten", 1, 1, 1, check_any, infer_flatten, run_copy});
+  rows.onnx.push_back({"Reshape", 2, 2, 1, check_reshape, infer_reshape, run_copy});
+  rows.onnx.push_back({"Transpose", 1, 1, 1, check_any, infer_transpose, run_transpose});
+  rows.onnx.push_back({"Concat", 1, kMany, 1, check_concat, infer_concat, run_concat});
+  rows.onnx.push_back({"Split", 1, 2, kMany, check_data_and_index, infer_split, run_split});
+  rows.onnx.push_back({"Squeeze", 1, 2, 1, check_data_and_index, infer_squeeze, run_copy});
+  rows.onnx.push_back({"Unsqueeze", 1, 2, 1, check_data_and_index, infer_unsqueeze, run_copy});
+  rows.onnx.push_back({"Identity", 1, 1, 1, check_any, infer_same_as_input0, run_copy});
+  rows.onnx.push_back({"Cast", 1, 1, 1, check_cast, infer_cast, run_cast});
+  rows.onnx.push_back({"Shape", 1, 1, 1, check_any, infer_shape, run_shape});
+  rows.onnx.push_back({"Gather", 2, 2, 1, check_gather, infer_gather, run_gather});
+  rows.onnx.push_back({"Slice", 1, 5, 1, check_slice, infer_slice, run_slice});
+  return rows;
+}
+
+}  // namespace furiosa::host::detail
