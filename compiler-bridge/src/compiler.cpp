@@ -23,6 +23,7 @@
 // Quantize) whose consumers all run on the NPU becomes the host Lower step reading NHWC.
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/host/layout.h"
+#include "memory_plan.h"
 
 #include <fmt/format.h>
 
@@ -822,10 +823,43 @@ class Compiler {
       }
       host_[id] = slot;
     }
-    // Place activations after the constants.
+    // Place activations after the constants, reusing DRAM by liveness (memory_plan.h): each
+    // placeholder address is one buffer, live from the kernel writing it (0 for a program input)
+    // to the last kernel reading it (past the last kernel for a program output).
     const std::uint64_t base = align_up(constants_.size());
+    std::map<std::uint64_t, std::size_t> buffer_of;  // placeholder -> index into uses
+    std::vector<detail::BufferUse> uses;
+    const auto kernel_count = static_cast<std::int64_t>(prog_.kernels.size());
+    auto note_use = [&](const isa::TensorRef& r, std::int64_t at) {
+      if (!(r.address & kActivationFlag)) return;
+      auto [it, added] = buffer_of.emplace(r.address, uses.size());
+      if (added) uses.push_back({r.size_bytes(), at, at});
+      detail::BufferUse& u = uses[it->second];
+      u.size = std::max(u.size, r.size_bytes());
+      u.first = std::min(u.first, at);
+      u.last = std::max(u.last, at);
+    };
+    for (const auto& r : prog_.inputs) note_use(r, 0);
+    for (std::int64_t k = 0; k < kernel_count; ++k) {
+      const isa::Kernel& kernel = prog_.kernels[static_cast<std::size_t>(k)];
+      for (const auto& r : kernel.inputs) note_use(r, k);
+      for (const auto& r : kernel.outputs) note_use(r, k);
+      if (const auto* c = std::get_if<isa::Conv2dParams>(&kernel.params)) {
+        note_use(c->weight, k);
+        if (c->bias) note_use(*c->bias, k);
+      }
+      if (const auto* m = std::get_if<isa::MatMulParams>(&kernel.params)) {
+        note_use(m->b, k);
+        if (m->bias) note_use(*m->bias, k);
+      }
+    }
+    for (const auto& r : prog_.outputs) note_use(r, kernel_count);
+    std::uint64_t planned = 0;
+    const std::vector<std::uint64_t> offsets = detail::plan_buffers(uses, kAlign, planned);
+    call_.activation_bytes = planned;
+    call_.activation_bytes_unplanned = act_end_;
     auto fix = [&](isa::TensorRef& r) {
-      if (r.address & kActivationFlag) r.address = (r.address & ~kActivationFlag) + base;
+      if (r.address & kActivationFlag) r.address = base + offsets[buffer_of.at(r.address)];
     };
     for (auto& k : prog_.kernels) {
       for (auto& r : k.inputs) fix(r);
@@ -843,7 +877,10 @@ class Compiler {
     for (auto& r : prog_.outputs) fix(r);
     prog_.name = fmt::format("{}#{}", g_.name, out_.npu_calls.size());
     prog_.constants = std::move(constants_);
-    prog_.dram_bytes = base + act_end_;
+    prog_.dram_bytes = base + planned;
+    out_.report.notes.push_back(fmt::format(
+        "program {}: constants {} B, activations {} B with buffer reuse by liveness ({} B without)",
+        out_.npu_calls.size(), base, planned, act_end_));
     call_.program = std::make_shared<isa::Program>(std::move(prog_));
     Step s;
     s.kind = Step::Kind::Npu;

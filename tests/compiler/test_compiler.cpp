@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <random>
 
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/core/error.h"
+#include "memory_plan.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -109,4 +111,63 @@ TEST_CASE("TensorProto files load with their names", "[compiler]") {
   CHECK(name == "Input3");
   CHECK(t.dtype() == DType::Float32);
   CHECK(t.shape() == Shape{1, 1, 28, 28});
+}
+
+TEST_CASE("memory plan: buffers share DRAM only when their live ranges are disjoint", "[compiler][memory]") {
+  using compiler::detail::BufferUse;
+  // A chain a -> b -> c: a and c never live together, so c reuses a's bytes; b overlaps both.
+  std::uint64_t peak = 0;
+  auto offsets = compiler::detail::plan_buffers({{1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}}, 64, peak);
+  CHECK(offsets[0] == offsets[2]);
+  CHECK(offsets[1] != offsets[0]);
+  CHECK(peak == 2048);  // two 1000-byte buffers, each rounded up to 64 bytes
+
+  // Random instances: every pair live at the same time is disjoint in DRAM, offsets are aligned,
+  // and the peak is at least the largest sum of sizes live at one kernel.
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<BufferUse> uses(1 + rng() % 40);
+    for (auto& u : uses) {
+      u.size = 1 + rng() % 5000;
+      u.first = static_cast<std::int64_t>(rng() % 30);
+      u.last = u.first + static_cast<std::int64_t>(rng() % 8);
+    }
+    offsets = compiler::detail::plan_buffers(uses, 64, peak);
+    std::uint64_t busiest = 0;
+    for (std::int64_t k = 0; k < 40; ++k) {
+      std::uint64_t live = 0;
+      for (const auto& u : uses) live += u.first <= k && k <= u.last ? u.size : 0;
+      busiest = std::max(busiest, live);
+    }
+    CHECK(peak >= busiest);
+    for (std::size_t i = 0; i < uses.size(); ++i) {
+      CHECK(offsets[i] % 64 == 0);
+      CHECK(offsets[i] + uses[i].size <= peak);
+      for (std::size_t j = i + 1; j < uses.size(); ++j) {
+        const bool together = uses[i].first <= uses[j].last && uses[j].first <= uses[i].last;
+        const bool apart = offsets[i] + uses[i].size <= offsets[j] || offsets[j] + uses[j].size <= offsets[i];
+        if (together) CHECK(apart);
+      }
+    }
+  }
+}
+
+TEST_CASE("memory plan: MobileNetV2's activations need a fraction of the unplanned DRAM", "[compiler][memory]") {
+  auto graph = compiler::import_onnx(test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx"));
+  const auto cm = compiler::compile(std::move(graph), {});
+  REQUIRE_FALSE(cm.npu_calls.empty());
+  for (const auto& call : cm.npu_calls) {
+    INFO(call.program->name << ": activations " << call.activation_bytes << " B planned, "
+                            << call.activation_bytes_unplanned << " B without reuse");
+    CHECK(call.activation_bytes <= call.activation_bytes_unplanned);
+    CHECK(call.program->dram_bytes >= call.activation_bytes);
+  }
+  const auto& main_call = cm.npu_calls.front();
+  WARN("MobileNetV2 program 0: activations " << main_call.activation_bytes << " B with reuse, "
+                                             << main_call.activation_bytes_unplanned << " B without");
+  // The 112x112 stages dominate: with reuse a few of them live at once instead of all of them.
+  CHECK(main_call.activation_bytes * 4 < main_call.activation_bytes_unplanned);
+  bool noted = false;
+  for (const auto& note : cm.report.notes) noted = noted || note.find("buffer reuse by liveness") != std::string::npos;
+  CHECK(noted);
 }

@@ -75,6 +75,11 @@ struct NpuCall {
   std::shared_ptr<const isa::Program> program;
   std::vector<int> input_slots;
   std::vector<int> output_slots;
+  /// The program's DRAM region: constants, then activations placed by liveness (buffers live at
+  /// different times share bytes). Bytes of the activation area as planned, and as it would be
+  /// with every activation in its own bytes (the partition report prints both).
+  std::uint64_t activation_bytes = 0;
+  std::uint64_t activation_bytes_unplanned = 0;
 };
 
 /// One step of an inference, executed in order.
