@@ -1,0 +1,146 @@
+// The NPU's op table and placement (capability.h).
+#include "capability.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/core/error.h"
+#include "furiosa/host/cpu_ops.h"
+#include "graph_utils.h"
+
+namespace furiosa::compiler {
+namespace detail {
+namespace {
+
+bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }
+
+bool quantized_input0(const Graph& g, const Node& n) {
+  return !n.inputs.empty() && n.inputs[0] >= 0 && is_quantized(g.values[static_cast<std::size_t>(n.inputs[0])].dtype);
+}
+
+/// One row of the NPU op table: an op the NPU claims when `claims` says yes.
+struct NpuRow {
+  std::string_view op;         ///< Node::qualified_op()
+  NpuOp lowering;
+  std::string_view condition;  ///< what `claims` checks, for supported_operators()
+  bool (*claims)(const Graph&, const Node&);
+};
+
+bool always(const Graph&, const Node&) { return true; }
+
+bool matmul_claim(const Graph& g, const Node& n) {
+  return is_constant_input(g, n, 3) && g.values[static_cast<std::size_t>(n.inputs[3])].shape.size() == 2;
+}
+
+bool gap_claim(const Graph& g, const Node& n) {
+  return n.attr_int("channels_last", 0) == 0 && g.values[static_cast<std::size_t>(n.inputs[0])].shape.size() == 4;
+}
+
+bool maxpool_claim(const Graph& g, const Node& n) {
+  return quantized_input0(g, n) && (n.outputs.size() < 2 || n.outputs[1] < 0) &&
+         n.attr_int("storage_order", 0) == 0 && g.values[static_cast<std::size_t>(n.inputs[0])].shape.size() == 4;
+}
+
+constexpr std::string_view kQuantizedData = "on uint8/int8 tensors";
+
+const std::array<NpuRow, 17>& npu_table() {
+  static const std::array<NpuRow, 17> rows = {{
+      {"QLinearConv", NpuOp::Conv, "LowLevelConv2d / LowLevelDepthwiseConv2d", always},
+      {"QLinearMatMul", NpuOp::MatMul, "with a constant 2-D B (LowLevelMatMul)", matmul_claim},
+      {"com.microsoft::QLinearAdd", NpuOp::Add, "LowLevelAdd", always},
+      {"com.microsoft::QLinearGlobalAveragePool", NpuOp::GlobalAveragePool, "4-D NCHW (channels_last 0)", gap_claim},
+      {"com.microsoft::QLinearConcat", NpuOp::QLinearConcat, "per-input scales requantized on the NPU", always},
+      {"furiosa::Requantize", NpuOp::Requantize, "QDQ regions and TFLite element maps", always},
+      {"MaxPool", NpuOp::MaxPool, "4-D, on uint8/int8 tensors, no Indices output", maxpool_claim},
+      {"Concat", NpuOp::Concat, kQuantizedData, quantized_input0},
+      {"Split", NpuOp::Split, kQuantizedData, quantized_input0},
+      {"Transpose", NpuOp::Transpose, kQuantizedData, quantized_input0},
+      {"Reshape", NpuOp::Reshape, kQuantizedData, quantized_input0},
+      {"Flatten", NpuOp::Reshape, kQuantizedData, quantized_input0},
+      {"Squeeze", NpuOp::Reshape, kQuantizedData, quantized_input0},
+      {"Unsqueeze", NpuOp::Reshape, kQuantizedData, quantized_input0},
+      {"Identity", NpuOp::Reshape, kQuantizedData, quantized_input0},
+      // Quantize/Dequantize are the runtime's own host steps (Where::Host), listed here so the
+      // listing and the conformance tests see them; place() handles them before the table.
+      {"QuantizeLinear", NpuOp::Reshape, "host Quantize step (per tensor and per axis)", nullptr},
+      {"DequantizeLinear", NpuOp::Reshape, "host Dequantize step (per tensor and per axis)", nullptr},
+  }};
+  return rows;
+}
+
+}  // namespace
+
+Placement place(const Graph& g, const Node& n, std::string* why) {
+  const std::string op = n.qualified_op();
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") return {Where::Host};
+  for (const NpuRow& row : npu_table()) {
+    if (row.op == op && row.claims && row.claims(g, n)) return {Where::Npu, row.lowering};
+  }
+  std::vector<DType> dtypes;
+  for (int i : n.inputs) dtypes.push_back(i >= 0 ? g.values[static_cast<std::size_t>(i)].dtype : DType::Float32);
+  std::string reason;
+  if (host::cpu_op_supported(n, dtypes, &reason)) return {Where::External};
+  if (why) *why = reason.empty() ? "no NPU kernel and no host operator for it" : reason;
+  return {Where::Unsupported};
+}
+
+void check_supported(const Graph& g) {
+  std::vector<std::string> bad;
+  for (const Node& n : g.nodes) {
+    std::string why;
+    if (place(g, n, &why).where == Where::Unsupported) {
+      bad.push_back(fmt::format("  node '{}' (op {}, domain '{}'): {}", n.name, n.op_type,
+                                n.domain.empty() ? "ai.onnx" : n.domain, why));
+    }
+  }
+  if (bad.empty()) return;
+  std::string msg = fmt::format("{} node(s) cannot run:\n", bad.size());
+  for (const auto& b : bad) msg += b + "\n";
+  msg += "supported operators:";
+  for (const auto& s : supported_operators()) msg += "\n  " + s;
+  throw Error(ErrorCode::UnsupportedOperator, msg);
+}
+
+bool is_data_movement(const Node& n) {
+  static constexpr std::array<std::string_view, 9> ops = {"MaxPool", "Reshape", "Flatten", "Concat", "Transpose",
+                                                          "Split", "Squeeze", "Unsqueeze", "Identity"};
+  return n.domain.empty() && std::find(ops.begin(), ops.end(), n.op_type) != ops.end();
+}
+
+std::vector<std::size_t> data_inputs(const Node& n) {
+  if (n.op_type == "Concat") {
+    std::vector<std::size_t> all(n.inputs.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return all;
+  }
+  return {0};
+}
+
+}  // namespace detail
+
+std::vector<std::string> supported_operators() {
+  std::vector<std::string> out;
+  for (const auto& row : detail::npu_table()) {
+    out.push_back(fmt::format("{}: {} ({})", row.claims ? "NPU" : "host", row.op, row.condition));
+  }
+  out.emplace_back("QDQ: DequantizeLinear -> data-movement ops -> QuantizeLinear groups run on the NPU");
+  out.emplace_back("TFLite models: the operators of compiler::tflite_supported_operators() map onto the above "
+                   "(AVERAGE_POOL_2D runs on the host as furiosa::QuantizedAveragePool)");
+  std::string host = "host external operators:";
+  for (const auto& op : host::cpu_op_list()) host += " " + op;
+  out.push_back(host);
+  return out;
+}
+
+std::vector<std::string> npu_operators() {
+  std::vector<std::string> out;
+  for (const auto& row : detail::npu_table()) {
+    if (!row.op.starts_with("furiosa::")) out.emplace_back(row.op);
+  }
+  return out;
+}
+
+}  // namespace furiosa::compiler

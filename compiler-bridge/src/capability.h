@@ -1,0 +1,60 @@
+// What the NPU claims (the compiler's counterpart of ONNX Runtime's GetCapability): one op table
+// read by placement, by the unsupported-operator check and by the supported-operator listing.
+// Everything the table does not claim goes to the host operator library (host/cpu_ops.h) when
+// that library runs it, and is refused otherwise.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "furiosa/compiler/graph.h"
+
+namespace furiosa::compiler::detail {
+
+/// The lowering routine an NPU-claimed node takes (lowering.cpp switches on it).
+enum class NpuOp {
+  Conv,               ///< QLinearConv -> LowLevelConv2d / LowLevelDepthwiseConv2d
+  MatMul,             ///< QLinearMatMul with a constant 2-D B -> LowLevelMatMul
+  Add,                ///< com.microsoft::QLinearAdd -> LowLevelAdd
+  GlobalAveragePool,  ///< com.microsoft::QLinearGlobalAveragePool (NCHW) -> LowLevelGlobalAveragePool
+  QLinearConcat,      ///< com.microsoft::QLinearConcat -> LowLevelRequantize + LowLevelConcat
+  Requantize,         ///< furiosa::Requantize (QDQ regions, TFLite tables) -> LowLevelRequantize
+  MaxPool,            ///< MaxPool on uint8/int8 -> LowLevelMaxPool
+  Concat,             ///< Concat on uint8/int8 -> LowLevelConcat
+  Split,              ///< Split on uint8/int8 -> LowLevelSplit
+  Transpose,          ///< Transpose on uint8/int8 -> LowLevelTranspose
+  Reshape,            ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity on uint8/int8 -> LowLevelReshape
+};
+
+/// Where a node runs.
+enum class Where {
+  Npu,          ///< in an NPU program (Placement::npu says how)
+  Host,         ///< QuantizeLinear / DequantizeLinear: the runtime's Quantize / Dequantize steps
+  External,     ///< the host operator library (a fallback "external operator")
+  Unsupported,  ///< neither: compile() refuses the model
+};
+
+/// A placement decision.
+struct Placement {
+  Where where = Where::Unsupported;
+  NpuOp npu = NpuOp::Reshape;  ///< meaningful when where == Npu
+};
+
+/// Decides where node `n` of `g` runs (shapes must be inferred). When the node is unsupported
+/// and `why` is non-null, `why` receives the reason (the host library's, or "no NPU kernel and no
+/// host operator for it"). Never throws for an unknown op.
+Placement place(const Graph& g, const Node& n, std::string* why);
+
+/// Throws Error(UnsupportedOperator) listing every node of `g` that place() calls unsupported
+/// (name, op type, domain, reason) followed by supported_operators(); returns otherwise.
+void check_supported(const Graph& g);
+
+/// True for ops that only move elements, and MaxPool (which commutes with monotonic maps): the
+/// ops a DequantizeLinear -> ... -> QuantizeLinear region may contain.
+bool is_data_movement(const Node& n);
+
+/// Indices of the inputs of a data-movement node that carry data (not shapes, axes or sizes).
+std::vector<std::size_t> data_inputs(const Node& n);
+
+}  // namespace furiosa::compiler::detail

@@ -1,0 +1,450 @@
+// Graph rewrites before placement (passes.h).
+#include "passes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <optional>
+#include <set>
+
+#include "capability.h"
+#include "furiosa/core/error.h"
+#include "furiosa/host/cpu_ops.h"
+#include "graph_utils.h"
+
+namespace furiosa::compiler::detail {
+
+void note_entry(PartitionReport& report, const Node& n, const char* placement, std::string target,
+                std::string reason) {
+  report.entries.push_back({n.name, n.qualified_op(), n.index, placement, std::move(target), std::move(reason)});
+}
+
+namespace {
+
+bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }
+
+class Passes {
+ public:
+  Passes(Graph& g, const CompilerOptions& opt, PartitionReport& report) : g_(g), opt_(opt), report_(report) {}
+
+  void run() {
+    batch_fixed_inputs();
+    infer_shapes(g_, opt_);
+    fold_constants();
+    fuse_qdq_operators();
+    fold_qdq_regions();
+    remove_dead_nodes();
+    infer_shapes(g_, opt_);
+  }
+
+ private:
+  const Value& value(int id) const { return g_.values[static_cast<std::size_t>(id)]; }
+  Value& value(int id) { return g_.values[static_cast<std::size_t>(id)]; }
+  bool is_graph_output(int id) const {
+    return std::find(g_.outputs.begin(), g_.outputs.end(), id) != g_.outputs.end();
+  }
+  void note_entry(const Node& n, const char* placement, std::string target, std::string reason) {
+    detail::note_entry(report_, n, placement, std::move(target), std::move(reason));
+  }
+
+  // Drops nodes flagged in `dead` and sorts the rest topologically (keeping graph order where
+  // possible).
+  void compact(const std::vector<bool>& dead) {
+    std::vector<Node> live;
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (!dead[i]) live.push_back(std::move(g_.nodes[i]));
+    }
+    std::set<int> available;
+    for (int id : g_.inputs) available.insert(id);
+    for (std::size_t i = 0; i < g_.values.size(); ++i) {
+      if (g_.values[i].constant) available.insert(static_cast<int>(i));
+    }
+    std::vector<Node> sorted;
+    std::vector<bool> done(live.size(), false);
+    while (sorted.size() < live.size()) {
+      bool progress = false;
+      for (std::size_t i = 0; i < live.size(); ++i) {
+        if (done[i]) continue;
+        bool ready = std::all_of(live[i].inputs.begin(), live[i].inputs.end(),
+                                 [&](int in) { return in < 0 || available.count(in); });
+        if (!ready) continue;
+        for (int o : live[i].outputs) available.insert(o);
+        sorted.push_back(std::move(live[i]));
+        done[i] = true;
+        progress = true;
+        break;  // restart from the front to keep the original order
+      }
+      if (!progress) throw Error(ErrorCode::IncompatibleModel, "the graph has a cycle or a node reads an undefined value");
+    }
+    g_.nodes = std::move(sorted);
+  }
+
+  void fold_constants() {
+    std::vector<bool> dead(g_.nodes.size(), false);
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.domain.empty() && (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear")) continue;
+      std::vector<Tensor> outs;
+      if (n.op_type == "Shape" && n.domain.empty() && n.inputs.size() == 1 && value(n.inputs[0]).has_shape &&
+          std::all_of(value(n.inputs[0]).shape.begin(), value(n.inputs[0]).shape.end(), [](auto d) { return d >= 0; }) &&
+          n.attributes.empty()) {
+        const Shape& s = value(n.inputs[0]).shape;
+        Tensor t(DType::Int64, {static_cast<std::int64_t>(s.size())});
+        std::copy(s.begin(), s.end(), t.as<std::int64_t>().begin());
+        outs.push_back(std::move(t));
+      } else {
+        if (n.inputs.empty()) continue;
+        std::vector<const Tensor*> ins;
+        std::vector<DType> dtypes;
+        bool all_const = true;
+        for (int in : n.inputs) {
+          if (in < 0) {
+            ins.push_back(nullptr);
+            dtypes.push_back(DType::Float32);
+            continue;
+          }
+          all_const = all_const && value(in).constant.has_value();
+          ins.push_back(value(in).constant ? &*value(in).constant : nullptr);
+          dtypes.push_back(value(in).dtype);
+        }
+        if (!all_const || !cpu_op_supported(n, dtypes, nullptr)) continue;
+        outs = run_cpu_op(n, ins);
+      }
+      for (std::size_t o = 0; o < n.outputs.size() && o < outs.size(); ++o) {
+        if (n.outputs[o] < 0) continue;
+        Value& v = value(n.outputs[o]);
+        v.dtype = outs[o].dtype();
+        v.shape = outs[o].shape();
+        v.dim_params.assign(v.shape.size(), "");
+        v.has_shape = true;
+        v.constant = std::move(outs[o]);
+      }
+      dead[i] = true;
+      note_entry(n, "constant", "-", "all inputs are known at compile time: evaluated once");
+    }
+    compact(dead);
+    infer_shapes(g_, opt_);
+  }
+
+  // Per-tensor quantization of a Q/DQ node, or nullopt (per-axis or non-constant parameters).
+  std::optional<detail::ScalarQuant> qdq_params(const Node& n) const {
+    try {
+      auto q = scalar_quant(g_, n, 1, 2);
+      if (!(n.inputs.size() > 2 && n.inputs[2] >= 0)) q.dtype = DType::UInt8;
+      return q;
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
+
+  static bool same(const detail::ScalarQuant& a, const detail::ScalarQuant& b) {
+    return a.scale == b.scale && a.zero_point == b.zero_point && a.dtype == b.dtype;
+  }
+
+  // Model-level batch for graphs whose inputs have a fixed dim 0 of 1: dim 0 of every input
+  // becomes batch_size, and so does a leading 1 of constant Reshape shapes (the batch axis kept
+  // through reshapes, as in MNIST's [1, 256] and ShuffleNet's [1, 2, 58, 28, 28]). Symbolic batch
+  // dims are bound by infer_shapes instead.
+  void batch_fixed_inputs() {
+    const std::int64_t n = opt_.batch_size;
+    if (n == 1) return;
+    bool fixed = false;
+    for (int id : g_.inputs) {
+      Value& v = value(id);
+      if (v.shape.empty() || v.shape[0] < 0) continue;
+      if (v.shape[0] != 1) {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("batch size {}: graph input '{}' has a fixed dim 0 of {}, only 1 or a symbolic dim "
+                                "can be batched", n, v.name, v.shape[0]));
+      }
+      v.shape[0] = n;
+      fixed = true;
+    }
+    if (!fixed) return;
+    for (Node& node : g_.nodes) {
+      if (node.op_type != "Reshape" || !node.domain.empty() || !detail::is_constant_input(g_, node, 1)) continue;
+      const Tensor& shape = *value(node.inputs[1]).constant;
+      if (shape.dtype() != DType::Int64 || shape.elements() < 1 || shape.as<std::int64_t>()[0] != 1) continue;
+      Tensor batched = shape;
+      batched.as<std::int64_t>()[0] = n;
+      Value bv;
+      bv.name = value(node.inputs[1]).name + fmt::format("/batch{}", n);
+      bv.dtype = DType::Int64;
+      bv.shape = shape.shape();
+      bv.dim_params.assign(bv.shape.size(), "");
+      bv.has_shape = true;
+      bv.constant = std::move(batched);
+      g_.values.push_back(std::move(bv));
+      node.inputs[1] = static_cast<int>(g_.values.size() - 1);
+    }
+    report_.notes.push_back(fmt::format("batch size {}: dim 0 of the inputs and the leading 1 of constant "
+                                            "Reshape shapes were multiplied", n));
+  }
+
+  // A constant zero point of `dtype` (for DequantizeLinear nodes that omit theirs).
+  int zero_point_value(DType dtype) {
+    Value v;
+    v.name = fmt::format("furiosa_zero_point_{}", dtype_name(dtype));
+    if (int id = g_.find_value(v.name); id >= 0) return id;
+    v.dtype = dtype;
+    v.has_shape = true;
+    v.constant = Tensor(dtype, {});
+    g_.values.push_back(std::move(v));
+    return static_cast<int>(g_.values.size() - 1);
+  }
+
+  // The live DequantizeLinear node producing value `id`, or -1.
+  int dq_producer(int id, const std::vector<bool>& dead) const {
+    const int p = id >= 0 ? g_.producer(id) : -1;
+    if (p < 0 || dead[static_cast<std::size_t>(p)]) return -1;
+    const Node& n = g_.nodes[static_cast<std::size_t>(p)];
+    return n.op_type == "DequantizeLinear" && n.domain.empty() ? p : -1;
+  }
+
+  // (quantized value, scale, zero point) read by DequantizeLinear node `dq`.
+  std::array<int, 3> dq_operands(const Node& dq) {
+    const int zp = dq.inputs.size() > 2 && dq.inputs[2] >= 0 ? dq.inputs[2] : zero_point_value(value(dq.inputs[0]).dtype);
+    return {dq.inputs[0], dq.inputs[1], zp};
+  }
+
+  // True when bias DequantizeLinear `db` has scale x_scale * w_scale[c] (float32) and zero point
+  // 0, i.e. its int32 values are exactly what QLinearConv's B means.
+  bool bias_scale_matches(const Node& db, const Node& dx, const Node& dw) const {
+    if (!detail::is_constant_input(g_, db, 1) || !detail::is_constant_input(g_, dx, 1) || !detail::is_constant_input(g_, dw, 1)) return false;
+    const auto bs = float_values(constant_input(g_, db, 1, "scale"));
+    const auto xs = float_values(constant_input(g_, dx, 1, "scale"));
+    const auto ws = float_values(constant_input(g_, dw, 1, "scale"));
+    if (xs.size() != 1) return false;
+    if (detail::is_constant_input(g_, db, 2)) {
+      for (auto z : int_values(constant_input(g_, db, 2, "zero point"))) {
+        if (z != 0) return false;
+      }
+    }
+    for (std::size_t c = 0; c < bs.size(); ++c) {
+      const float want = xs[0] * ws[ws.size() == 1 ? 0 : std::min(c, ws.size() - 1)];
+      if (std::abs(bs[c] - want) > 1e-6f * std::abs(want)) return false;
+    }
+    return bs.size() == 1 || bs.size() == ws.size();
+  }
+
+  // QDQ encoding: DequantizeLinear inputs -> Conv / MatMul / Add / GlobalAveragePool ->
+  // QuantizeLinear becomes the QOperator node with the same parameters (QLinearConv,
+  // QLinearMatMul, QLinearAdd, QLinearGlobalAveragePool), as ONNX Runtime's QDQ transformer does.
+  // Groups that do not fit stay float and run as host operators.
+  void fuse_qdq_operators() {
+    std::vector<bool> dead(g_.nodes.size(), false);
+    const std::size_t count = g_.nodes.size();
+    for (std::size_t i = 0; i < count; ++i) {
+      const Node op = g_.nodes[i];
+      if (!op.domain.empty() || op.outputs.size() != 1) continue;
+      const std::string t = op.op_type;
+      if (t != "Conv" && t != "MatMul" && t != "Add" && t != "GlobalAveragePool") continue;
+      const auto cons = g_.consumers(op.outputs[0]);
+      if (cons.size() != 1 || is_graph_output(op.outputs[0])) continue;
+      const Node& q = g_.nodes[static_cast<std::size_t>(cons[0])];
+      if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !qdq_params(q)) continue;
+      const std::size_t data_inputs = t == "Conv" || t == "MatMul" || t == "Add" ? 2 : 1;
+      std::vector<int> dqs;
+      for (std::size_t k = 0; k < data_inputs && k < op.inputs.size(); ++k) dqs.push_back(dq_producer(op.inputs[k], dead));
+      if (dqs.size() != data_inputs || std::count(dqs.begin(), dqs.end(), -1)) continue;
+      const Node& dx = g_.nodes[static_cast<std::size_t>(dqs[0])];
+      if (!qdq_params(dx) || value(dx.inputs[0]).constant) continue;  // activation: per-tensor, run time
+      const int yzp = q.inputs.size() > 2 && q.inputs[2] >= 0 ? q.inputs[2] : zero_point_value(DType::UInt8);
+      Node fused;
+      fused.name = op.name;
+      fused.index = op.index;
+      fused.attributes = op.attributes;
+      fused.outputs = {q.outputs[0]};
+      auto x = dq_operands(dx);
+      if (t == "GlobalAveragePool") {
+        fused.op_type = "QLinearGlobalAveragePool";
+        fused.domain = "com.microsoft";
+        fused.attributes["channels_last"] = std::int64_t{0};
+        fused.inputs = {x[0], x[1], x[2], q.inputs[1], yzp};
+      } else {
+        const Node& dw = g_.nodes[static_cast<std::size_t>(dqs[1])];
+        auto w = dq_operands(dw);
+        if (t == "Add") {
+          if (!qdq_params(dw)) continue;
+          fused.op_type = "QLinearAdd";
+          fused.domain = "com.microsoft";
+          fused.inputs = {x[0], x[1], x[2], w[0], w[1], w[2], q.inputs[1], yzp};
+        } else {
+          if (!value(dw.inputs[0]).constant) continue;  // weights must be constants
+          fused.op_type = t == "Conv" ? "QLinearConv" : "QLinearMatMul";
+          fused.inputs = {x[0], x[1], x[2], w[0], w[1], w[2], q.inputs[1], yzp};
+          if (t == "Conv" && op.inputs.size() > 2 && op.inputs[2] >= 0) {
+            // The bias must be DequantizeLinear(int32 B, x_scale * w_scale, 0).
+            const int db = dq_producer(op.inputs[2], dead);
+            if (db < 0 || value(g_.nodes[static_cast<std::size_t>(db)].inputs[0]).dtype != DType::Int32) continue;
+            if (!bias_scale_matches(g_.nodes[static_cast<std::size_t>(db)], dx, dw)) continue;
+            fused.inputs.push_back(g_.nodes[static_cast<std::size_t>(db)].inputs[0]);
+          }
+        }
+      }
+      g_.nodes[i] = std::move(fused);
+      dead[static_cast<std::size_t>(cons[0])] = true;
+      note_entry(q, "folded", g_.nodes[i].op_type, "QDQ group fused into " + g_.nodes[i].qualified_op());
+    }
+    compact(dead);
+  }
+
+  void fold_qdq_regions() {
+    const int original_count = static_cast<int>(g_.nodes.size());
+    std::vector<bool> dead(g_.nodes.size(), false);
+    for (int qi = 0; qi < original_count; ++qi) {
+      const Node& q = g_.nodes[static_cast<std::size_t>(qi)];
+      if (dead[static_cast<std::size_t>(qi)] || q.op_type != "QuantizeLinear" || !q.domain.empty()) continue;
+      // A QuantizeLinear with TFLite's rounding (graph.h) keeps its own rule on the host.
+      if (q.attr_string("rounding", "half_to_even") != "half_to_even") continue;
+      auto target = qdq_params(q);
+      if (!target) continue;
+      // Grow the region backwards from the QuantizeLinear's input.
+      std::set<int> region;
+      std::vector<std::pair<int, int>> boundary;  // (value read by the region, DQ node)
+      std::vector<int> frontier{q.inputs[0]};
+      bool ok = true;
+      while (ok && !frontier.empty()) {
+        const int v = frontier.back();
+        frontier.pop_back();
+        const int p = g_.producer(v);
+        if (p < 0 || dead[static_cast<std::size_t>(p)]) { ok = false; break; }
+        const Node& pn = g_.nodes[static_cast<std::size_t>(p)];
+        if (pn.op_type == "DequantizeLinear" && pn.domain.empty()) {
+          auto dqp = qdq_params(pn);
+          if (!dqp || value(pn.inputs[0]).constant || !is_quantized(value(pn.inputs[0]).dtype)) { ok = false; break; }
+          if (std::find(boundary.begin(), boundary.end(), std::make_pair(v, p)) == boundary.end()) boundary.emplace_back(v, p);
+        } else if (is_data_movement(pn) && value(v).dtype == DType::Float32) {
+          if (region.insert(p).second) {
+            for (std::size_t i : data_inputs(pn)) frontier.push_back(pn.inputs[i]);
+          }
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok || region.empty()) continue;
+      // Closure: region outputs feed only the region or QuantizeLinear nodes with the target
+      // parameters.
+      std::set<int> qs;
+      for (int r : region) {
+        for (int o : g_.nodes[static_cast<std::size_t>(r)].outputs) {
+          if (o < 0) continue;
+          if (is_graph_output(o)) ok = false;
+          for (int c : g_.consumers(o)) {
+            if (region.count(c)) continue;
+            const Node& cn = g_.nodes[static_cast<std::size_t>(c)];
+            auto cp = cn.op_type == "QuantizeLinear" && cn.domain.empty() ? qdq_params(cn) : std::nullopt;
+            if (cp && same(*cp, *target) && !is_graph_output(cn.outputs[0])) qs.insert(c);
+            else if (cp && same(*cp, *target) && g_.consumers(o).size() == 1) qs.insert(c);
+            else ok = false;
+          }
+        }
+      }
+      if (!ok) continue;
+      // Rewrite the boundary: read the quantized tensor, requantized where parameters differ.
+      for (const auto& [v, dqi] : boundary) {
+        const Node dq = g_.nodes[static_cast<std::size_t>(dqi)];
+        const auto dqp = *qdq_params(dq);
+        int replacement = dq.inputs[0];
+        if (!same(dqp, *target)) {
+          Value rv;
+          rv.name = dq.name + "/requantized";
+          rv.dtype = target->dtype;
+          rv.shape = value(dq.inputs[0]).shape;
+          rv.has_shape = value(dq.inputs[0]).has_shape;
+          rv.dim_params.assign(rv.shape.size(), "");
+          g_.values.push_back(std::move(rv));
+          replacement = static_cast<int>(g_.values.size() - 1);
+          Node rq;
+          rq.name = dq.name + "/Requantize";
+          rq.op_type = "Requantize";
+          rq.domain = "furiosa";
+          rq.index = dq.index;
+          rq.inputs = {dq.inputs[0]};
+          rq.outputs = {replacement};
+          rq.attributes["x_scale"] = dqp.scale;
+          rq.attributes["x_zero_point"] = std::int64_t{dqp.zero_point};
+          rq.attributes["y_scale"] = target->scale;
+          rq.attributes["y_zero_point"] = std::int64_t{target->zero_point};
+          rq.attributes["y_dtype"] = std::int64_t{static_cast<int>(target->dtype)};
+          g_.nodes.push_back(std::move(rq));
+          dead.push_back(false);
+        }
+        for (int r : region) {
+          for (int& in : g_.nodes[static_cast<std::size_t>(r)].inputs) {
+            if (in == v) in = replacement;
+          }
+        }
+        if (g_.consumers(v).empty() && !is_graph_output(v)) {
+          dead[static_cast<std::size_t>(dqi)] = true;
+          note_entry(dq, "folded", same(dqp, *target) ? "-" : "LowLevelRequantize",
+                     same(dqp, *target) ? "DequantizeLinear -> data movement -> QuantizeLinear with equal "
+                                          "parameters: runs on the quantized tensor"
+                                        : fmt::format("DequantizeLinear (scale {}, zero point {}) -> data movement "
+                                                      "-> QuantizeLinear (scale {}, zero point {}): requantized "
+                                                      "on the NPU", dqp.scale, dqp.zero_point, target->scale,
+                                                      target->zero_point));
+        }
+      }
+      // The QuantizeLinear nodes disappear: their outputs become the region's outputs.
+      for (int c : qs) {
+        const Node& cn = g_.nodes[static_cast<std::size_t>(c)];
+        const int o = cn.inputs[0];
+        const int qout = cn.outputs[0];
+        if (g_.consumers(o).size() == 1) {
+          for (int r : region) {
+            for (int& out : g_.nodes[static_cast<std::size_t>(r)].outputs) {
+              if (out == o) out = qout;
+            }
+          }
+        } else {
+          for (auto& n : g_.nodes) {
+            for (int& in : n.inputs) {
+              if (in == qout) in = o;
+            }
+          }
+        }
+        dead[static_cast<std::size_t>(c)] = true;
+        note_entry(cn, "folded", "-", "QuantizeLinear after data movement on quantized tensors");
+      }
+    }
+    compact(dead);
+  }
+
+  void remove_dead_nodes() {
+    bool changed = true;
+    std::vector<bool> dead(g_.nodes.size(), false);
+    while (changed) {
+      changed = false;
+      for (std::size_t i = g_.nodes.size(); i-- > 0;) {
+        if (dead[i]) continue;
+        bool used = false;
+        for (int o : g_.nodes[i].outputs) {
+          if (o < 0) continue;
+          if (is_graph_output(o)) used = true;
+          for (int c : g_.consumers(o)) used = used || !dead[static_cast<std::size_t>(c)];
+        }
+        if (!used) {
+          dead[i] = true;
+          changed = true;
+          note_entry(g_.nodes[i], "removed", "-", "its outputs are not used");
+        }
+      }
+    }
+    compact(dead);
+  }
+
+  Graph& g_;
+  const CompilerOptions& opt_;
+  PartitionReport& report_;
+};
+
+}  // namespace
+
+void run_passes(Graph& g, const CompilerOptions& options, PartitionReport& report) {
+  Passes(g, options, report).run();
+}
+
+}  // namespace furiosa::compiler::detail
