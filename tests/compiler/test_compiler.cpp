@@ -1,6 +1,7 @@
 // compiler-bridge on real models: import, shape inference, partition record, errors.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -170,4 +171,25 @@ TEST_CASE("memory plan: MobileNetV2's activations need a fraction of the unplann
   bool noted = false;
   for (const auto& note : cm.report.notes) noted = noted || note.find("buffer reuse by liveness") != std::string::npos;
   CHECK(noted);
+}
+
+TEST_CASE("placement, the unsupported-operator listing and npu_operators() read one op table", "[compiler]") {
+  const auto npu_ops = compiler::npu_operators();
+  const auto listing = compiler::supported_operators();
+  for (const auto& op : npu_ops) {
+    INFO(op);
+    CHECK(std::any_of(listing.begin(), listing.end(),
+                      [&](const std::string& line) { return line.find(": " + op + " (") != std::string::npos; }));
+  }
+  // Every node a real model places on the NPU is an op of the table.
+  auto g = compiler::import_onnx(test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx"));
+  auto cm = compiler::compile(std::move(g), {});
+  std::size_t on_npu = 0;
+  for (const auto& e : cm.report.entries) {
+    if (e.placement != "npu") continue;
+    ++on_npu;
+    INFO(e.node_name << " " << e.op);
+    CHECK(std::find(npu_ops.begin(), npu_ops.end(), e.op) != npu_ops.end());
+  }
+  CHECK(on_npu == 66);  // 52 QLinearConv, 11 QLinearAdd, pooling, Reshape, QLinearMatMul
 }
