@@ -22,6 +22,7 @@
 #include "furiosa/runtime/tensor_file.h"
 #include "furiosa/tools/idx.h"
 #include "src/bench.h"
+#include "src/compiler_flags.h"
 
 namespace fs = std::filesystem;
 using namespace furiosa;
@@ -49,7 +50,21 @@ struct Args {
   std::string backend = "auto";   // auto | sim | pcie
   std::string sim_pacing = "on";  // on | off
   std::string sim_mode = "functional";  // functional | timing
+  tools::CompilerFlags compiler;        // the compiler's knobs (--without-quantize, ...)
 };
+
+// The session options every mode shares: device, workers, batch and the compiler's knobs.
+// --target-npu picks the device when --devices is not given (warboy: one single PE, warboy-2pe:
+// one fused PE); the compiled program always takes the opened device's PE count.
+void apply_session_args(const Args& a, runtime::SessionOptions& o) {
+  o.device = a.devices;
+  if (o.device.empty() && !a.compiler.target_npu.empty()) {
+    o.device = a.compiler.target_npu == "warboy" ? "warboy(1)*1" : "warboy(2)*1";
+  }
+  o.worker_num = a.workers;
+  o.batch_size = a.batch_size;
+  tools::apply_compiler_flags(a.compiler, o.compiler_config);
+}
 
 // The backend furiosa-run executes on (--backend, else FURIOSA_BACKEND, else pcie when a card is
 // present, else sim), printed once as "backend: NAME (why)". For the simulator it is a driver of
@@ -257,9 +272,7 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
   tools::BenchOptions o;
   o.model = a.model;
   o.mode = a.mode;
-  o.session.device = a.devices;
-  o.session.worker_num = a.workers;
-  o.session.batch_size = a.batch_size;
+  apply_session_args(a, o.session);
   o.queries = a.queries;
   o.duration_s = a.duration;
   o.json = a.json;
@@ -289,10 +302,8 @@ int run(Args a) {
   const Backend backend = make_backend(a);
   runtime::RunnerOptions opts;
   use_backend(backend, opts);
-  opts.device = a.devices;
+  apply_session_args(a, opts);
   opts.profiler = prof;
-  opts.worker_num = a.workers;
-  opts.batch_size = a.batch_size;
   auto runner = runtime::create_runner(fs::path(a.model), opts);
   const auto& model = runner->model();
 
@@ -400,6 +411,7 @@ int main(int argc, char** argv) {
                  "Simulator: functional = compute the kernels (valid outputs) and model their time; "
                  "timing = only model the time (fast for large models; outputs are not valid)")
       ->check(CLI::IsMember({"functional", "timing"}));
+  tools::add_compiler_flags(app, a.compiler);
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   try {

@@ -13,10 +13,20 @@
 #include <algorithm>
 
 #include "capability.h"
+#include "furiosa/core/error.h"
 #include "lowering.h"
 #include "passes.h"
 
 namespace furiosa::compiler {
+
+std::string_view target_npu_name(int pe_count) noexcept { return pe_count == 1 ? "warboy" : "warboy-2pe"; }
+
+int parse_target_npu(std::string_view name) {
+  if (name == "warboy") return 1;
+  if (name == "warboy-2pe") return 2;
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("--target-npu '{}': expected warboy (single PE) or warboy-2pe (fused PE)", name));
+}
 
 std::string_view cpu_op_name(CpuOpKind kind) noexcept {
   switch (kind) {
