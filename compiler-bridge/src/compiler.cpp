@@ -63,7 +63,7 @@ CompiledModel compile(Graph graph, const CompilerOptions& options) {
   CompiledModel out;
   detail::run_passes(graph, options, out.report);
   detail::check_supported(graph);
-  detail::lower_graph(graph, out);
+  detail::lower_graph(graph, options, out);
   std::stable_sort(out.report.entries.begin(), out.report.entries.end(),
                    [](const auto& a, const auto& b) { return a.operator_index < b.operator_index; });
   return out;

@@ -79,7 +79,7 @@ std::vector<std::byte> lay_out(const Tensor& t, isa::Layout layout) {
 
 class Lowering {
  public:
-  Lowering(const Graph& g, CompiledModel& out) : g_(g), out_(out) {}
+  Lowering(const Graph& g, const CompilerOptions& opt, CompiledModel& out) : g_(g), opt_(opt), out_(out) {}
 
   void run() {
     for (std::size_t n = 0; n < g_.nodes.size(); ++n) {
@@ -217,7 +217,15 @@ class Lowering {
         out_.report.notes.push_back(fmt::format(
             "Lower of '{}' on the NPU: width {} is a multiple of {}, the dense bytes are already "
             "the lowered layout", v.name, v.shape[3], isa::kLoweredWidthAlign));
+      } else if (opt_.remove_lower && caller_lowered_input(id, slot)) {
+        out_.report.notes.push_back(fmt::format(
+            "remove_lower: input '{}' is given in the lowered layout {} (no host Lower)", v.name,
+            shape_to_string(out_.slots[static_cast<std::size_t>(slot)].shape)));
       } else {
+        if (opt_.remove_lower) {
+          out_.report.notes.push_back(fmt::format(
+              "remove_lower does not apply to '{}': it is not a model input read only by the NPU", v.name));
+        }
         int lowered = add_slot(v.name + ".lowered", v.dtype, v.shape, isa::Layout::LoweredNCHW);
         CpuOp op;
         op.kind = CpuOpKind::Lower;
@@ -234,6 +242,26 @@ class Lowering {
     call_.input_slots.push_back(slot);
     dev_[key] = r;
     return r;
+  }
+
+  // [N, C, H, W] with W rounded up to the lowered layout's row of isa::kLoweredWidthAlign.
+  static Shape padded_shape(Shape s) {
+    s[3] = (s[3] + isa::kLoweredWidthAlign - 1) / isa::kLoweredWidthAlign * isa::kLoweredWidthAlign;
+    return s;
+  }
+
+  // remove_lower: true when model input `id` (host slot `slot`) is read only by NPU nodes, so
+  // the caller can give it lowered; the slot then becomes dense [N, C, H, padded W] with format
+  // "LoweredNCHW" (its bytes are exactly the lowered layout).
+  bool caller_lowered_input(int id, int slot) {
+    if (std::find(out_.input_slots.begin(), out_.input_slots.end(), slot) == out_.input_slots.end()) return false;
+    for (int c : consumers_[id]) {
+      if (place(g_, g_.nodes[static_cast<std::size_t>(c)], nullptr).where != Where::Npu) return false;
+    }
+    HostSlot& s = out_.slots[static_cast<std::size_t>(slot)];
+    s.shape = padded_shape(s.shape);
+    s.format = std::string(isa::layout_name(isa::Layout::LoweredNCHW));
+    return true;
   }
 
   void open_segment_if_needed() { segment_open_ = true; }
@@ -258,6 +286,18 @@ class Lowering {
       if (auto it = dev_.find({id, isa::Layout::Linear}); it != dev_.end()) r = it->second;
       else r = dev_.at({id, isa::Layout::LoweredNCHW});
       const bool lowered = r.layout == isa::Layout::LoweredNCHW && v.shape[3] % isa::kLoweredWidthAlign != 0;
+      if (lowered && opt_.remove_unlower && is_graph_output(id) &&
+          std::all_of(consumers_[id].begin(), consumers_[id].end(), [&](int c) { return seg_nodes_.count(c) > 0; })) {
+        // The caller takes the lowered bytes: a dense slot with the padded width.
+        const int slot = add_slot(v.name, v.dtype, padded_shape(v.shape), isa::Layout::Linear);
+        out_.slots[static_cast<std::size_t>(slot)].format = std::string(isa::layout_name(isa::Layout::LoweredNCHW));
+        prog_.outputs.push_back(r);
+        call_.output_slots.push_back(slot);
+        host_[id] = slot;
+        out_.report.notes.push_back(fmt::format("remove_unlower: output '{}' is returned in the lowered layout {}",
+                                                v.name, shape_to_string(padded_shape(v.shape))));
+        continue;
+      }
       int slot = add_slot(v.name + (lowered ? ".lowered" : ""), v.dtype, v.shape,
                           lowered ? isa::Layout::LoweredNCHW : isa::Layout::Linear);
       prog_.outputs.push_back(r);
@@ -746,6 +786,7 @@ class Lowering {
   }
 
   const Graph& g_;
+  const CompilerOptions& opt_;
   CompiledModel& out_;
   std::map<int, std::vector<int>> consumers_;  // value -> consumer nodes (after rewrites)
   std::map<int, int> host_;                    // value -> host slot
@@ -762,6 +803,8 @@ class Lowering {
 
 }  // namespace
 
-void lower_graph(const Graph& g, CompiledModel& out) { Lowering(g, out).run(); }
+void lower_graph(const Graph& g, const CompilerOptions& options, CompiledModel& out) {
+  Lowering(g, options, out).run();
+}
 
 }  // namespace furiosa::compiler::detail

@@ -14,8 +14,9 @@ namespace furiosa::compiler::detail {
 /// segment; a host node reading a value of the open segment closes it, and values used outside
 /// a segment become program outputs. Lower / Unlower run on the host where a lowered tensor's
 /// width is not a multiple of isa::kLoweredWidthAlign, on the NPU otherwise (a report note says
-/// which). Throws Error(IncompatibleModel) naming the node for supported operators used in ways
+/// which); with options.remove_lower / remove_unlower the caller gives / takes such tensors
+/// lowered instead (the slot is dense with the padded width and format "LoweredNCHW"). Throws Error(IncompatibleModel) naming the node for supported operators used in ways
 /// the kernels do not handle (e.g. a non-4-D input of a lowered kernel, bad weight dtypes).
-void lower_graph(const Graph& g, CompiledModel& out);
+void lower_graph(const Graph& g, const CompilerOptions& options, CompiledModel& out);
 
 }  // namespace furiosa::compiler::detail

@@ -2,6 +2,7 @@
 #include "passes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -31,6 +32,10 @@ class Passes {
 
   void run() {
     batch_fixed_inputs();
+    infer_shapes(g_, opt_);
+    apply_without_quantize();
+    apply_permute_input();
+    apply_normalized_pixel_outputs();
     infer_shapes(g_, opt_);
     fold_constants();
     fuse_qdq_operators();
@@ -126,6 +131,213 @@ class Passes {
     }
     compact(dead);
     infer_shapes(g_, opt_);
+  }
+
+  // ---- the performance guide's knobs (CompilerOptions) -----------------------------------------
+  // The graph input named `name`, or Error(IncompatibleModel) naming the knob and the inputs.
+  int graph_input(const std::string& name, const char* knob) const {
+    for (int id : g_.inputs) {
+      if (value(id).name == name) return id;
+    }
+    std::string names;
+    for (int id : g_.inputs) names += (names.empty() ? "" : ", ") + value(id).name;
+    throw Error(ErrorCode::IncompatibleModel,
+                fmt::format("{}: the model has no input named '{}' (inputs: {})", knob, name, names),
+                ErrorSubject::of_tensor(name));
+  }
+
+  // Replaces every read of value `from` (by nodes and as a graph output) with `to`.
+  void replace_uses(int from, int to) {
+    for (Node& n : g_.nodes) {
+      for (int& in : n.inputs) {
+        if (in == from) in = to;
+      }
+    }
+    for (int& o : g_.outputs) {
+      if (o == from) o = to;
+    }
+  }
+
+  int add_value(Value v) {
+    g_.values.push_back(std::move(v));
+    return static_cast<int>(g_.values.size() - 1);
+  }
+
+  // without_quantize: the input becomes the QuantizeLinear's output type and the QuantizeLinear
+  // nodes reading it disappear. Each reader must be a per-tensor QuantizeLinear with one set of
+  // parameters (what the caller quantizes with).
+  void apply_without_quantize() {
+    std::vector<bool> dead(g_.nodes.size(), false);
+    for (const std::string& name : opt_.without_quantize) {
+      const int x = graph_input(name, "without_quantize");
+      if (value(x).dtype == DType::UInt8 || value(x).dtype == DType::Int8) {
+        report_.notes.push_back(fmt::format("without_quantize: input '{}' already is {}; nothing to remove", name,
+                                            dtype_name(value(x).dtype)));
+        continue;
+      }
+      const auto readers = g_.consumers(x);
+      std::optional<detail::ScalarQuant> params;
+      for (int r : readers) {
+        const Node& q = g_.nodes[static_cast<std::size_t>(r)];
+        const auto p = q.op_type == "QuantizeLinear" && q.domain.empty() && q.inputs[0] == x &&
+                               q.attr_string("rounding", "half_to_even") == "half_to_even"
+                           ? qdq_params(q)
+                           : std::nullopt;
+        if (!p || (params && !same(*p, *params))) {
+          throw Error(ErrorCode::IncompatibleModel,
+                      fmt::format("without_quantize: input '{}' is read by node '{}' ({}), not only by per-tensor "
+                                  "QuantizeLinear nodes with one scale and zero point, so it cannot be given "
+                                  "quantized", name, q.name, q.qualified_op()),
+                      ErrorSubject::of_tensor(name));
+        }
+        params = p;
+      }
+      if (!params) {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("without_quantize: input '{}' is not quantized by the model", name),
+                    ErrorSubject::of_tensor(name));
+      }
+      value(x).dtype = params->dtype;
+      for (int r : readers) {
+        const Node& q = g_.nodes[static_cast<std::size_t>(r)];
+        replace_uses(q.outputs[0], x);
+        dead[static_cast<std::size_t>(r)] = true;
+        note_entry(q, "folded", "-", fmt::format("without_quantize: input '{}' is given quantized", name));
+      }
+      report_.notes.push_back(fmt::format(
+          "without_quantize: input '{}' is given as {} quantized with scale {} and zero point {} (no host Quantize)",
+          name, dtype_name(params->dtype), params->scale, params->zero_point));
+    }
+    compact(dead);
+  }
+
+  // permute_input: the caller's tensor U (the input's name, permuted shape) feeds
+  // Transpose(U, perm) = the model's input. Where the input is only read by per-tensor
+  // QuantizeLinear nodes the transpose moves after them (quantization is element-wise, so the
+  // two commute exactly): with perm {0, 3, 1, 2} it then becomes part of the host Lower step.
+  void apply_permute_input() {
+    for (const auto& [name, perm] : opt_.permute_input) {
+      const int x = graph_input(name, "permute_input");
+      const Shape xs = value(x).shape;
+      std::vector<bool> seen(xs.size(), false);
+      bool valid = perm.size() == xs.size();
+      for (std::int64_t p : perm) {
+        valid = valid && p >= 0 && p < static_cast<std::int64_t>(xs.size()) && !seen[static_cast<std::size_t>(p)];
+        if (valid) seen[static_cast<std::size_t>(p)] = true;
+      }
+      if (!valid) {
+        throw Error(ErrorCode::InvalidArgument,
+                    fmt::format("permute_input: [{}] is not a permutation of the {} axes of input '{}' {}",
+                                fmt::join(perm, ", "), xs.size(), name, shape_to_string(xs)),
+                    ErrorSubject::of_tensor(name));
+      }
+      const bool nhwc = perm == std::vector<std::int64_t>{0, 3, 1, 2};
+      // U: the given tensor, under the input's name; U.shape[perm[j]] = X.shape[j].
+      Value u = value(x);
+      for (std::size_t j = 0; j < perm.size(); ++j) {
+        u.shape[static_cast<std::size_t>(perm[j])] = xs[j];
+        if (j < value(x).dim_params.size()) u.dim_params[static_cast<std::size_t>(perm[j])] = value(x).dim_params[j];
+      }
+      u.format = nhwc ? "NHWC" : "";
+      value(x).name = name + "/permuted";
+      const int uid = add_value(std::move(u));
+      std::replace(g_.inputs.begin(), g_.inputs.end(), x, uid);
+      auto transpose = [&](int in, int out, const std::string& label) {
+        Node t;
+        t.name = label;
+        t.op_type = "Transpose";
+        t.attributes["perm"] = perm;
+        t.inputs = {in};
+        t.outputs = {out};
+        g_.nodes.push_back(std::move(t));
+      };
+      const auto readers = g_.consumers(x);
+      const bool after_quantize = !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](int r) {
+        const Node& q = g_.nodes[static_cast<std::size_t>(r)];
+        return q.op_type == "QuantizeLinear" && q.domain.empty() && q.inputs[0] == x && qdq_params(q);
+      });
+      if (after_quantize) {
+        for (int r : readers) {
+          // Q(U) -> permuted quantized value -> Transpose -> Q's old output.
+          Node& q = g_.nodes[static_cast<std::size_t>(r)];
+          Value qp = value(q.outputs[0]);
+          qp.name += "/permuted";
+          qp.shape = value(uid).shape;
+          qp.dim_params = value(uid).dim_params;
+          qp.format = value(uid).format;
+          const int qpid = add_value(std::move(qp));
+          const int old_out = q.outputs[0];
+          const std::string label = fmt::format("permute_input/{}/{}", name, q.name);
+          q.inputs[0] = uid;
+          q.outputs[0] = qpid;
+          transpose(qpid, old_out, label);  // invalidates q
+        }
+      } else {
+        transpose(uid, x, fmt::format("permute_input/{}", name));
+      }
+      report_.notes.push_back(fmt::format("permute_input: input '{}' is given as {}{} and transposed by [{}]{}", name,
+                                          shape_to_string(value(uid).shape), nhwc ? " (NHWC)" : "",
+                                          fmt::join(perm, ", "), after_quantize ? " after the host Quantize" : ""));
+    }
+    if (!opt_.permute_input.empty()) compact(std::vector<bool>(g_.nodes.size(), false));
+  }
+
+  // normalized_pixel_outputs: the output's DequantizeLinear gives way to a requantization to
+  // uint8 with scale 1/255 and zero point 0 (none when the quantized value already has those
+  // parameters), computed on the NPU; the output keeps its name.
+  void apply_normalized_pixel_outputs() {
+    const float pixel_scale = 1.0f / 255.0f;
+    for (const std::string& name : opt_.normalized_pixel_outputs) {
+      auto it = std::find_if(g_.outputs.begin(), g_.outputs.end(), [&](int id) { return value(id).name == name; });
+      if (it == g_.outputs.end()) {
+        std::string names;
+        for (int id : g_.outputs) names += (names.empty() ? "" : ", ") + value(id).name;
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("normalized_pixel_outputs: the model has no output named '{}' (outputs: {})", name,
+                                names),
+                    ErrorSubject::of_tensor(name));
+      }
+      const int y = *it;
+      const int p = g_.producer(y);
+      const Node* dq = p >= 0 ? &g_.nodes[static_cast<std::size_t>(p)] : nullptr;
+      const auto params = dq && dq->op_type == "DequantizeLinear" && dq->domain.empty() ? qdq_params(*dq) : std::nullopt;
+      if (!params || value(dq->inputs[0]).constant) {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("normalized_pixel_outputs: output '{}' is not produced by a per-tensor "
+                                "DequantizeLinear of a computed tensor", name),
+                    ErrorSubject::of_tensor(name));
+      }
+      const int q = dq->inputs[0];
+      value(y).name = name + "/float";
+      int pixels = q;
+      if (params->scale == pixel_scale && params->zero_point == 0 && params->dtype == DType::UInt8) {
+        value(q).name = name;  // already pixels: the quantized tensor is the output
+      } else {
+        Value v = value(q);
+        v.name = name;
+        v.dtype = DType::UInt8;
+        v.constant.reset();
+        pixels = add_value(std::move(v));
+        Node rq;
+        rq.name = "normalized_pixel_outputs/" + name;
+        rq.op_type = "Requantize";
+        rq.domain = "furiosa";
+        rq.index = dq->index;
+        rq.inputs = {q};
+        rq.outputs = {pixels};
+        rq.attributes["x_scale"] = params->scale;
+        rq.attributes["x_zero_point"] = std::int64_t{params->zero_point};
+        rq.attributes["y_scale"] = pixel_scale;
+        rq.attributes["y_zero_point"] = std::int64_t{0};
+        rq.attributes["y_dtype"] = std::int64_t{static_cast<int>(DType::UInt8)};
+        g_.nodes.push_back(std::move(rq));
+      }
+      *it = pixels;
+      report_.notes.push_back(fmt::format(
+          "normalized_pixel_outputs: output '{}' is returned as uint8 pixels (scale 1/255, zero point 0){}", name,
+          pixels == q ? "" : fmt::format(", requantized on the NPU from scale {} zero point {}", params->scale,
+                                         params->zero_point)));
+    }
   }
 
   // Per-tensor quantization of a Q/DQ node, or nullopt (per-axis or non-constant parameters).
