@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "furiosa/compiler/onnx_import.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"
 
@@ -70,6 +71,33 @@ TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[too
   std::ifstream f(tmp / "trace.json");
   const auto j = nlohmann::json::parse(f);
   CHECK(j["traceEvents"].size() > 10);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("furiosa-run takes the compiler's knobs: a uint8 NHWC input, uint8 pixel outputs", "[tools][model][knobs]") {
+  // mnist-12-int8 quantizes Input3 with scale 1 and zero point 0, so the uint8 input is the
+  // float image's values; NHWC [1, 28, 28, 1] has the same bytes as NCHW [1, 1, 28, 28].
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path tmp = scratch();
+  const Tensor x = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
+  Tensor q(DType::UInt8, {1, 28, 28, 1});
+  for (std::size_t i = 0; i < 784; ++i) q.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(x.as<float>()[i]);
+  runtime::write_npy(tmp / "x.npy", q);
+  const auto r = furiosa_run(fmt::format("'{}' --input 'Input3={}' --without-quantize Input3 --permute-input "
+                                         "Input3=0,3,1,2 --normalized-pixel-outputs Plus214_Output_0 "
+                                         "--target-npu warboy --verbose",
+                                         (dir / "mnist-12-int8.onnx").string(), (tmp / "x.npy").string()),
+                             tmp);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Input3: uint8 [1, 28, 28, 1] NHWC"));
+  CHECK_THAT(r.out, Catch::Contains("Plus214_Output_0: uint8 [1, 10] NC"));
+  CHECK_THAT(r.out, Catch::Contains("device: npu0pe0\n") || Catch::Contains("device: npu0pe0\r"));
+  CHECK_THAT(r.out, Catch::Contains("top-5: 1 ("));
+  CHECK_THAT(r.out, Catch::Contains("note: without_quantize: input 'Input3'"));
+  const auto bad = furiosa_run(fmt::format("'{}' --permute-input Input3=0,3,x", (dir / "mnist-12-int8.onnx").string()), tmp);
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--permute-input 'Input3=0,3,x': 'x' is not an axis"));
   fs::remove_all(tmp);
 }
 
