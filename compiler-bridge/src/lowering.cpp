@@ -252,7 +252,7 @@ class Lowering {
 
   // remove_lower: true when model input `id` (host slot `slot`) is read only by NPU nodes, so
   // the caller can give it lowered; the slot then becomes dense [N, C, H, padded W] with format
-  // "LoweredNCHW" (its bytes are exactly the lowered layout).
+  // "lowered_nchw" (its bytes are exactly the lowered layout).
   bool caller_lowered_input(int id, int slot) {
     if (std::find(out_.input_slots.begin(), out_.input_slots.end(), slot) == out_.input_slots.end()) return false;
     for (int c : consumers_[id]) {

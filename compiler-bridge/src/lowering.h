@@ -15,7 +15,7 @@ namespace furiosa::compiler::detail {
 /// a segment become program outputs. Lower / Unlower run on the host where a lowered tensor's
 /// width is not a multiple of isa::kLoweredWidthAlign, on the NPU otherwise (a report note says
 /// which); with options.remove_lower / remove_unlower the caller gives / takes such tensors
-/// lowered instead (the slot is dense with the padded width and format "LoweredNCHW"). Throws Error(IncompatibleModel) naming the node for supported operators used in ways
+/// lowered instead (the slot is dense with the padded width and format "lowered_nchw"). Throws Error(IncompatibleModel) naming the node for supported operators used in ways
 /// the kernels do not handle (e.g. a non-4-D input of a lowered kernel, bad weight dtypes).
 void lower_graph(const Graph& g, const CompilerOptions& options, CompiledModel& out);
 

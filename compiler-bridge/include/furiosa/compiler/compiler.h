@@ -38,7 +38,8 @@ struct CompilerOptions {
   /// otherwise on the NPU (quantized) or as a host Transpose.
   std::map<std::string, std::vector<std::int64_t>> permute_input;
   /// The caller gives NPU-program inputs in the NPU's lowered layout (LoweredNCHW: each row
-  /// padded to 32 elements; the input's shape then reports the padded width), so no host Lower
+  /// padded to 32 elements; the input's shape then reports the padded width, format
+  /// "lowered_nchw"), so no host Lower
   /// runs. Applies to 4-D inputs the NPU reads lowered with no host operator before them
   /// (quantized inputs, e.g. with without_quantize).
   bool remove_lower = false;
