@@ -366,7 +366,7 @@ std::vector<float> ramp(std::size_t n, float scale = 1.0f) {
 
 TEST_CASE("cpu ops: list and support queries", "[compiler][cpu_ops]") {
   const auto list = host::cpu_op_list();
-  CHECK(list.size() == 52);
+  CHECK(list.size() == 58);
   for (const char* op : {"Softmax", "Conv", "DynamicQuantizeLinear", "MatMulInteger", "Cast", "Slice"}) {
     CHECK(std::find(list.begin(), list.end(), op) != list.end());
   }
@@ -909,4 +909,45 @@ TEST_CASE("cpu ops: elementwise functions on edge values", "[compiler][cpu_ops]"
   Tensor base = make<std::int32_t>(DType::Int32, {2}, {2, 3});
   Tensor e = f32({}, {0.5f});
   CHECK(values<std::int32_t>(run1(make_node("Pow", 2), {&base, &e})) == std::vector<std::int32_t>{1, 1});
+}
+
+TEST_CASE("cpu ops: Pad modes, Tile, Expand, Range and ConstantOfShape on integer dtypes", "[compiler][cpu_ops]") {
+  Tensor x = make<std::uint8_t>(DType::UInt8, {3}, {1, 2, 3});
+  Tensor pads = i64({2}, {4, 2});
+  auto pad = [&](const std::string& mode) {
+    return values<std::uint8_t>(run1(make_node("Pad", 2, {{"mode", mode}}), {&x, &pads}));
+  };
+  // Reflect beyond the dim's length repeats the mirror (numpy 'reflect').
+  CHECK(pad("reflect") == std::vector<std::uint8_t>{1, 2, 3, 2, 1, 2, 3, 2, 1});
+  CHECK(pad("edge") == std::vector<std::uint8_t>{1, 1, 1, 1, 1, 2, 3, 3, 3});
+  // wrap is periodic (the spec's torus) also for pads longer than the dim.
+  CHECK(pad("wrap") == std::vector<std::uint8_t>{3, 1, 2, 3, 1, 2, 3, 1, 2});
+  Tensor cv = make<std::uint8_t>(DType::UInt8, {}, {9});
+  CHECK(values<std::uint8_t>(run1(make_node("Pad", 3), {&x, &pads, &cv})) ==
+        std::vector<std::uint8_t>{9, 9, 9, 9, 1, 2, 3, 9, 9});
+  // Negative pads crop; opset-18 axes select the padded dims.
+  Tensor m = make<std::int8_t>(DType::Int8, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor crop = i64({2}, {-1, 1});
+  Tensor axes = i64({1}, {-1});
+  Node pa = make_node("Pad", 4);
+  pa.inputs[2] = -1;
+  CHECK(values<std::int8_t>(run1(pa, {&m, &crop, nullptr, &axes})) == std::vector<std::int8_t>{2, 3, 0, 5, 6, 0});
+  // Tile and Expand on int64; Range on int64 with a negative delta; ConstantOfShape with int8.
+  Tensor t = i64({1, 2}, {7, 8});
+  Tensor reps = i64({2}, {2, 2});
+  CHECK(values<std::int64_t>(run1(make_node("Tile", 2), {&t, &reps})) == std::vector<std::int64_t>{7, 8, 7, 8, 7, 8, 7, 8});
+  Tensor shape = i64({3}, {2, 1, 2});
+  Tensor e = run1(make_node("Expand", 2), {&t, &shape});
+  CHECK(e.shape() == Shape{2, 1, 2});
+  Tensor r0 = i64({}, {10}), r1 = i64({}, {3}), rd = i64({}, {-3});
+  CHECK(values<std::int64_t>(run1(make_node("Range", 3), {&r0, &r1, &rd})) == std::vector<std::int64_t>{10, 7, 4});
+  Tensor fill = make<std::int8_t>(DType::Int8, {1}, {-5});
+  Tensor dims = i64({2}, {2, 2});
+  Tensor c = run1(make_node("ConstantOfShape", 1, {{"value", fill}}), {&dims});
+  CHECK(c.dtype() == DType::Int8);
+  CHECK(values<std::int8_t>(c) == std::vector<std::int8_t>{-5, -5, -5, -5});
+  // Dropout's mask output would be bool: refused with the reason.
+  std::string why;
+  CHECK_FALSE(host::cpu_op_supported(make_node("Dropout", 1, {}, 2), {DType::Float32}, &why));
+  CHECK_THAT(why, Catch::Contains("mask"));
 }

@@ -256,17 +256,11 @@ std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
       const T v = convert<T>(extrapolation);
       std::memcpy(fill.data(), &v, es);
     });
-    const std::byte* src = x.bytes().data();
-    std::byte* dst = y.bytes().data();
-    for (std::int64_t i = 0; i < total; ++i, advance()) {
-      if (is_outside()) {
-        std::memcpy(dst + i * static_cast<std::int64_t>(es), fill.data(), es);
-        continue;
-      }
-      std::int64_t off = 0;
-      for (std::size_t d = 0; d < r; ++d) off += taps[d][static_cast<std::size_t>(idx[d])].i0 * st[d];
-      std::memcpy(dst + i * static_cast<std::int64_t>(es), src + off * static_cast<std::int64_t>(es), es);
+    std::vector<std::vector<std::int64_t>> tables(r);
+    for (std::size_t d = 0; d < r; ++d) {
+      for (const Tap& t : taps[d]) tables[d].push_back(t.outside ? -1 : t.i0);
     }
+    gather_indexed(es, x.bytes().data(), xs, y.bytes().data(), p.out, tables, fill.data());
     return {std::move(y)};
   }
   // Linear: the weighted sum over the 2^k corners of the dims that interpolate (weights in double,
