@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -118,6 +119,44 @@ Attribute read_attribute(const onnx::AttributeProto& a, const std::string& node)
   }
 }
 
+// The value of a Constant node (opsets 1-19): exactly one of the attributes value (a tensor),
+// value_float(s), value_int(s); value_string(s) and sparse_value are refused.
+Tensor constant_node_value(const onnx::NodeProto& n, const std::string& name, const std::string& source) {
+  if (n.attribute_size() != 1) {
+    throw Error(ErrorCode::IncompatibleModel,
+                fmt::format("{}: Constant node '{}' must have exactly one value attribute, has {}", source,
+                            name, n.attribute_size()));
+  }
+  const auto& a = n.attribute(0);
+  if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) {
+    return tensor_from_proto(a.t(), name + ".value", ErrorCode::IncompatibleModel);
+  }
+  if (a.name() == "value_float" && a.type() == onnx::AttributeProto::FLOAT) {
+    Tensor t(DType::Float32, {});
+    t.as<float>()[0] = a.f();
+    return t;
+  }
+  if (a.name() == "value_int" && a.type() == onnx::AttributeProto::INT) {
+    Tensor t(DType::Int64, {});
+    t.as<std::int64_t>()[0] = a.i();
+    return t;
+  }
+  if (a.name() == "value_floats" && a.type() == onnx::AttributeProto::FLOATS) {
+    Tensor t(DType::Float32, {static_cast<std::int64_t>(a.floats_size())});
+    std::copy(a.floats().begin(), a.floats().end(), t.as<float>().begin());
+    return t;
+  }
+  if (a.name() == "value_ints" && a.type() == onnx::AttributeProto::INTS) {
+    Tensor t(DType::Int64, {static_cast<std::int64_t>(a.ints_size())});
+    std::copy(a.ints().begin(), a.ints().end(), t.as<std::int64_t>().begin());
+    return t;
+  }
+  throw Error(ErrorCode::IncompatibleModel,
+              fmt::format("{}: Constant node '{}': attribute '{}' is not supported (value, value_float(s) "
+                          "and value_int(s) are; strings and sparse tensors are not)",
+                          source, name, a.name()));
+}
+
 Graph graph_from_model(const onnx::ModelProto& model, const std::string& source) {
   if (!model.has_graph()) {
     throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: the model has no graph", source));
@@ -157,6 +196,21 @@ Graph graph_from_model(const onnx::ModelProto& model, const std::string& source)
     node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
     node.index = index;
     node.name = n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
+    if (n.op_type() == "Constant" && node.domain.empty()) {
+      // A Constant node becomes an initializer of its output; the node itself is dropped.
+      if (n.output_size() != 1 || n.output(0).empty()) {
+        throw Error(ErrorCode::IncompatibleModel,
+                    fmt::format("{}: Constant node '{}' must have one output", source, node.name));
+      }
+      Value& v = graph.values[static_cast<std::size_t>(get_or_add(n.output(0)))];
+      v.constant = constant_node_value(n, node.name, source);
+      v.dtype = v.constant->dtype();
+      v.shape = v.constant->shape();
+      v.dim_params.assign(v.shape.size(), "");
+      v.has_shape = true;
+      ++index;
+      continue;
+    }
     for (const auto& a : n.attribute()) node.attributes[a.name()] = read_attribute(a, node.name);
     for (const auto& i : n.input()) {
       if (i.empty()) {

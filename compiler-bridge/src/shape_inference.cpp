@@ -186,6 +186,39 @@ bool infer_node(Graph& g, const Node& n) {
   return true;
 }
 
+// Output dtypes of a node that does not depend on its input shapes, for nodes whose shapes are
+// not known (an input of unknown shape, or an operator shape inference does not cover): keeps
+// the dtypes right downstream, so that e.g. DynamicQuantizeLinear -> ConvInteger is placed by
+// its real dtypes (uint8) rather than the float32 default of an uninferred value.
+void infer_dtypes_only(Graph& g, const Node& n) {
+  auto set_dtype = [&](std::size_t i, DType d) {
+    if (i < n.outputs.size() && n.outputs[i] >= 0) g.values[static_cast<std::size_t>(n.outputs[i])].dtype = d;
+  };
+  const std::string op = n.qualified_op();
+  if (op == "DynamicQuantizeLinear") {
+    set_dtype(0, DType::UInt8);
+    set_dtype(1, DType::Float32);
+    set_dtype(2, DType::UInt8);
+  } else if (op == "QuantizeLinear") {
+    set_dtype(0, zp_dtype(g, n, 2));
+  } else if (op == "DequantizeLinear") {
+    set_dtype(0, DType::Float32);
+  } else if (op == "ConvInteger" || op == "MatMulInteger") {
+    set_dtype(0, DType::Int32);
+  } else if (op == "Shape" || op == "NonMaxSuppression" || op == "ArgMax" || op == "ArgMin") {
+    set_dtype(0, DType::Int64);
+  } else if (op == "Cast") {
+    switch (n.attr_int("to", 0)) {
+      case 1: set_dtype(0, DType::Float32); break;
+      case 2: set_dtype(0, DType::UInt8); break;
+      case 3: set_dtype(0, DType::Int8); break;
+      case 6: set_dtype(0, DType::Int32); break;
+      case 7: set_dtype(0, DType::Int64); break;
+      default: break;
+    }
+  }
+}
+
 }  // namespace
 
 void infer_shapes(Graph& graph, const CompilerOptions& options) {
@@ -220,6 +253,7 @@ void infer_shapes(Graph& graph, const CompilerOptions& options) {
       for (int o : n.outputs) {
         if (o >= 0) graph.values[static_cast<std::size_t>(o)].has_shape = false;
       }
+      infer_dtypes_only(graph, n);
     }
   }
 }

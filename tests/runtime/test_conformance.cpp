@@ -95,6 +95,13 @@ TEST_CASE("ONNX backend node tests of the supported-op table run through the run
     }
     if (g.nodes.size() != 1 || !table.count(g.nodes[0].qualified_op())) continue;
     const std::string op = g.nodes[0].qualified_op();
+    // Where the ONNX reference and ONNX Runtime (the project's reference) disagree, the library
+    // follows ONNX Runtime (tests/host/test_cpu_ops.cpp's kExcludedCases has the details).
+    if (dir.filename() == "test_resize_downsample_scales_linear_align_corners") {
+      skipped.push_back(fmt::format("{} ({}): follows ONNX Runtime, not the ONNX reference",
+                                    dir.filename().string(), op));
+      continue;
+    }
     const fs::path sdir = dir / "test_data_set_0";
     std::vector<std::string> names;
     for (int id : g.inputs) names.push_back(g.values[static_cast<std::size_t>(id)].name);

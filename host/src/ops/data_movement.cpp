@@ -1,5 +1,6 @@
 // The host operator library (host/cpu_ops.h): Data movement: Flatten, Reshape, Transpose, Concat, Split, Squeeze, Unsqueeze, Identity, Shape,
-// Gather, Slice, Cast.
+// Gather, Slice, Cast; the shape-subgraph operators Range, ConstantOfShape, Expand, Tile, Pad;
+// Dropout (inference: identity).
 #include "ops_common.h"
 
 namespace furiosa::host::detail {
@@ -426,6 +427,237 @@ std::vector<Tensor> run_cast(const Ctx& c, const OutInfos& o) {
   return {std::move(y)};
 }
 
+// ---------------------------------------------------------------------------------------------
+// Range, ConstantOfShape, Expand, Tile, Pad, Dropout
+// ---------------------------------------------------------------------------------------------
+
+std::string check_range(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}
+      .in(0, "start", kF32 | kIdx)
+      .in(1, "limit", kF32 | kIdx)
+      .in(2, "delta", kF32 | kIdx)
+      .same(0, 1)
+      .same(0, 2)
+      .reason;
+}
+// Element count max(ceil((limit - start) / delta), 0), computed in double.
+std::int64_t range_count(const Ctx& c) {
+  double v[3];
+  const char* names[3] = {"start", "limit", "delta"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const Tensor& t = c.constant(i, names[i]);
+    if (t.elements() != 1) c.bad(fmt::format("{} must be a scalar, has shape {}", names[i], shape_to_string(t.shape())));
+    visit_dtype(t.dtype(), [&](auto tag) { v[i] = static_cast<double>(t.as<decltype(tag)>()[0]); });
+  }
+  if (v[2] == 0) c.bad("delta must not be 0");
+  const double n = std::ceil((v[1] - v[0]) / v[2]);
+  return n > 0 ? static_cast<std::int64_t>(n) : 0;
+}
+OutInfos infer_range(const Ctx& c) { return {{c.dtype(0, "start"), {range_count(c)}}}; }
+// Element i is start + i * delta (numpy's arange; integers exactly, floats computed in double).
+std::vector<Tensor> run_range(const Ctx& c, const OutInfos& o) {
+  Tensor y(o[0].first, o[0].second);
+  visit_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T start = c.t(0).as<T>()[0], delta = c.t(2).as<T>()[0];
+    auto out = y.as<T>();
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        out[i] = static_cast<T>(static_cast<double>(start) + static_cast<double>(i) * static_cast<double>(delta));
+      } else {
+        out[i] = wrap_add(start, wrap_mul(static_cast<T>(i), delta));
+      }
+    }
+  });
+  return {std::move(y)};
+}
+
+std::string check_constant_of_shape(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.in(0, "input", bit(DType::Int64));
+  auto it = n.attributes.find("value");
+  if (it != n.attributes.end()) {
+    const Tensor* v = std::get_if<Tensor>(&it->second);
+    ch.require(v != nullptr, "attribute 'value' must be a tensor");
+    ch.require(!v || v->elements() == 1, "attribute 'value' must hold exactly one element");
+  }
+  return ch.reason;
+}
+// The fill value: attribute 'value' (one element, any of the five dtypes), default float32 0.
+Tensor constant_of_shape_value(const Node& n) {
+  auto it = n.attributes.find("value");
+  if (it == n.attributes.end()) {
+    Tensor t(DType::Float32, {1});
+    t.as<float>()[0] = 0.0f;
+    return t;
+  }
+  return std::get<Tensor>(it->second);
+}
+OutInfos infer_constant_of_shape(const Ctx& c) {
+  const auto dims = int_values(c.constant(0, "input"));
+  for (auto v : dims) {
+    if (v < 0) c.bad(fmt::format("shape {} has a negative dim", shape_to_string(dims)));
+  }
+  return {{constant_of_shape_value(c.node).dtype(), dims}};
+}
+std::vector<Tensor> run_constant_of_shape(const Ctx& c, const OutInfos& o) {
+  const Tensor v = constant_of_shape_value(c.node);
+  Tensor y(o[0].first, o[0].second);
+  const std::size_t es = dtype_size(y.dtype());
+  for (std::int64_t i = 0; i < y.elements(); ++i) {
+    std::memcpy(y.bytes().data() + i * static_cast<std::int64_t>(es), v.bytes().data(), es);
+  }
+  return {std::move(y)};
+}
+
+std::string check_expand_tile(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}.in(0, "input", kAll).in(1, n.op_type == "Tile" ? "repeats" : "shape", bit(DType::Int64)).reason;
+}
+OutInfos infer_expand(const Ctx& c) {
+  const auto target = int_values(c.constant(1, "shape"));
+  return {{c.dtype(0, "input"), broadcast_shape(c, c.shape(0, "input"), target)}};
+}
+// The input broadcast to the output shape (numpy's bidirectional broadcasting).
+std::vector<Tensor> run_expand(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  Tensor y(o[0].first, o[0].second);
+  gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), y.shape(),
+                     broadcast_strides(x.shape(), y.shape().size()), 0);
+  return {std::move(y)};
+}
+
+std::vector<std::int64_t> tile_repeats(const Ctx& c, const Shape& x) {
+  const auto reps = int_values(c.constant(1, "repeats"));
+  if (reps.size() != x.size()) c.bad(fmt::format("repeats has {} values for an input of rank {}", reps.size(), x.size()));
+  for (auto r : reps) {
+    if (r < 0) c.bad(fmt::format("repeats {} has a negative value", shape_to_string(reps)));
+  }
+  return reps;
+}
+OutInfos infer_tile(const Ctx& c) {
+  const Shape& x = c.shape(0, "input");
+  const auto reps = tile_repeats(c, x);
+  Shape out(x.size());
+  for (std::size_t d = 0; d < x.size(); ++d) out[d] = x[d] * reps[d];
+  return {{c.dtype(0, "input"), out}};
+}
+// Output dim d of size repeats[d] * input[d] read as [repeats[d], input[d]]: one strided gather
+// over the interleaved shape with stride 0 along each repeat dim.
+std::vector<Tensor> run_tile(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const auto reps = tile_repeats(c, x.shape());
+  const auto st = contiguous_strides(x.shape());
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  for (std::size_t d = 0; d < reps.size(); ++d) {
+    shape.insert(shape.end(), {reps[d], x.shape()[d]});
+    strides.insert(strides.end(), {0, st[d]});
+  }
+  Tensor y(o[0].first, o[0].second);
+  gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), shape, strides, 0);
+  return {std::move(y)};
+}
+
+std::string check_pad(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.in(0, "data", kAll).in(1, "pads", bit(DType::Int64), false).in(2, "constant_value", kAll, false).same(0, 2);
+  ch.in(3, "axes", kIdx, false);
+  const std::string mode = n.attr_string("mode", "constant");
+  ch.require(mode == "constant" || mode == "reflect" || mode == "edge" || mode == "wrap",
+             fmt::format("mode '{}' is not an ONNX Pad mode (constant, reflect, edge, wrap)", mode));
+  ch.require(!n.attributes.count("value") || !ch.present(0) || *d[0] == DType::Float32,
+             "the 'value' attribute (opset < 11) needs float32 data");
+  return ch.reason;
+}
+// Begin and end pads per dim: input 'pads' (opset >= 11, with optional 'axes' (>= 18)) or the
+// 'pads' attribute (< 11).
+std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> pad_amounts(const Ctx& c, const Shape& x) {
+  const auto rank = static_cast<std::int64_t>(x.size());
+  std::vector<std::int64_t> pads;
+  if (c.has(1)) {
+    pads = int_values(c.constant(1, "pads"));
+  } else if (c.node.attributes.count("pads")) {
+    pads = c.node.attr_ints("pads", {});
+  } else {
+    c.bad("pads are required (input 1 since opset 11, attribute before)");
+  }
+  std::vector<std::int64_t> axes;
+  if (c.has(3)) {
+    for (auto a : int_values(c.constant(3, "axes"))) axes.push_back(c.axis(a, rank, "axes entry"));
+  } else {
+    for (std::int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads.size() != 2 * axes.size()) {
+    c.bad(fmt::format("pads has {} values, 2 x {} axes expected", pads.size(), axes.size()));
+  }
+  std::vector<std::int64_t> begin(x.size(), 0), end(x.size(), 0);
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    begin[static_cast<std::size_t>(axes[i])] = pads[i];
+    end[static_cast<std::size_t>(axes[i])] = pads[axes.size() + i];
+  }
+  return {begin, end};
+}
+OutInfos infer_pad(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  const auto [begin, end] = pad_amounts(c, x);
+  Shape out(x.size());
+  for (std::size_t d = 0; d < x.size(); ++d) {
+    out[d] = x[d] + begin[d] + end[d];
+    if (out[d] < 0) c.bad(fmt::format("pads make dim {} of {} negative", d, shape_to_string(x)));
+  }
+  return {{c.dtype(0, "data"), out}};
+}
+// Source index of output index o along a dim of size n with `begin` leading pads, or -1 for the
+// constant value: reflect mirrors without repeating the edge (numpy 'reflect', repeated for pads
+// longer than the dim), edge repeats it, wrap is periodic (opset 19).
+std::int64_t pad_source(const std::string& mode, std::int64_t o, std::int64_t begin, std::int64_t n) {
+  std::int64_t i = o - begin;
+  if (i >= 0 && i < n) return i;
+  if (mode == "constant" || n == 0) return -1;
+  if (mode == "edge") return std::clamp<std::int64_t>(i, 0, n - 1);
+  if (mode == "wrap") return ((i % n) + n) % n;
+  if (n == 1) return 0;
+  const std::int64_t period = 2 * (n - 1);
+  i = ((i % period) + period) % period;
+  return i < n ? i : period - i;
+}
+std::vector<Tensor> run_pad(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const auto [begin, end] = pad_amounts(c, x.shape());
+  const std::string mode = c.node.attr_string("mode", "constant");
+  if (mode == "reflect" || mode == "edge" || mode == "wrap") {
+    for (std::size_t d = 0; d < x.shape().size(); ++d) {
+      if (x.shape()[d] == 0 && o[0].second[d] > 0) c.bad(fmt::format("mode '{}' cannot pad the empty dim {}", mode, d));
+    }
+  }
+  Tensor y(o[0].first, o[0].second);
+  const std::size_t es = dtype_size(x.dtype());
+  std::vector<std::byte> fill(es, std::byte{0});
+  if (const Tensor* v = c.opt(2)) {
+    if (v->elements() != 1) c.bad("constant_value must hold one value");
+    std::memcpy(fill.data(), v->bytes().data(), es);
+  } else if (x.dtype() == DType::Float32) {
+    const float v = float_attr(c.node, "value", 0.0f);
+    std::memcpy(fill.data(), &v, es);
+  }
+  std::vector<std::vector<std::int64_t>> tables(x.shape().size());
+  for (std::size_t d = 0; d < tables.size(); ++d) {
+    for (std::int64_t i = 0; i < y.shape()[d]; ++i) tables[d].push_back(pad_source(mode, i, begin[d], x.shape()[d]));
+  }
+  gather_indexed(es, x.bytes().data(), x.shape(), y.bytes().data(), y.shape(), tables, fill.data());
+  return {std::move(y)};
+}
+
+std::string check_dropout(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.in(0, "data", kF32).in(1, "ratio", kF32, false);
+  ch.require(d.size() < 3 || !d[2].has_value(), "input 2 (training_mode) is not supported (inference only)");
+  ch.require(n.outputs.size() < 2 || n.outputs[1] < 0,
+             "the mask output (bool) is not supported: the host library has no bool dtype");
+  ch.require(n.attr_int("is_test", 1) != 0, "is_test=0 (training, opset < 7) is not supported");
+  return ch.reason;
+}
+
 }  // namespace
 
 OpRows data_movement_ops() {
@@ -442,6 +674,12 @@ OpRows data_movement_ops() {
   rows.onnx.push_back({"Shape", 1, 1, 1, check_any, infer_shape, run_shape});
   rows.onnx.push_back({"Gather", 2, 2, 1, check_gather, infer_gather, run_gather});
   rows.onnx.push_back({"Slice", 1, 5, 1, check_slice, infer_slice, run_slice});
+  rows.onnx.push_back({"Range", 3, 3, 1, check_range, infer_range, run_range});
+  rows.onnx.push_back({"ConstantOfShape", 1, 1, 1, check_constant_of_shape, infer_constant_of_shape, run_constant_of_shape});
+  rows.onnx.push_back({"Expand", 2, 2, 1, check_expand_tile, infer_expand, run_expand});
+  rows.onnx.push_back({"Tile", 2, 2, 1, check_expand_tile, infer_tile, run_tile});
+  rows.onnx.push_back({"Pad", 1, 4, 1, check_pad, infer_pad, run_pad});
+  rows.onnx.push_back({"Dropout", 1, 3, 1, check_dropout, infer_same_as_input0, run_copy});
   return rows;
 }
 

@@ -1,7 +1,7 @@
 // Private to the host operator library: the generic helpers (dtype dispatch, strided iteration,
 // errors), the per-call context, the functions several operator families share, and the op
 // table's row type. Each family file (elementwise.cpp, softmax.cpp, matmul.cpp, conv_pool.cpp,
-// reduce.cpp, data_movement.cpp, quantize_ops.cpp) defines its operators and returns its rows;
+// reduce.cpp, data_movement.cpp, quantize_ops.cpp, resize.cpp, detection.cpp) defines its operators and returns its rows;
 // cpu_ops.cpp joins them and implements the public entry points (host/cpu_ops.h).
 #pragma once
 
@@ -145,6 +145,34 @@ void gather_strided(const std::byte* src, std::byte* dst, const Shape& shape,
 inline void gather_strided_any(DType dtype, const std::byte* src, std::byte* dst, const Shape& shape,
                         const std::vector<std::int64_t>& strides, std::int64_t base) {
   visit_size(dtype, [&](auto size) { gather_strided<decltype(size)::value>(src, dst, shape, strides, base); });
+}
+
+// dst[o] = src[sum_d tables[d][o_d] * src_strides[d]] over the output shape (tables[d] has
+// out_shape[d] entries): a gather whose source index along each dim is a per-dim table (Resize
+// nearest, Pad). An entry of -1 in any dim writes `fill` (one element's bytes) instead.
+inline void gather_indexed(std::size_t elem_size, const std::byte* src, const Shape& src_shape, std::byte* dst,
+                           const Shape& out_shape, const std::vector<std::vector<std::int64_t>>& tables,
+                           const std::byte* fill) {
+  const std::int64_t total = element_count(out_shape);
+  if (total == 0) return;
+  const std::size_t r = out_shape.size();
+  const auto st = contiguous_strides(src_shape);
+  const auto es = static_cast<std::int64_t>(elem_size);
+  std::vector<std::int64_t> idx(r, 0);
+  for (std::int64_t i = 0; i < total; ++i) {
+    std::int64_t off = 0;
+    bool outside = false;
+    for (std::size_t d = 0; d < r; ++d) {
+      const std::int64_t s = tables[d][static_cast<std::size_t>(idx[d])];
+      outside = outside || s < 0;
+      off += s * st[d];
+    }
+    std::memcpy(dst + i * es, outside ? fill : src + off * es, elem_size);
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < out_shape[d]) break;
+      idx[d] = 0;
+    }
+  }
 }
 
 // Integer values of an index-like tensor (int32/int64; uint8/int8 accepted too).
@@ -404,5 +432,7 @@ OpRows conv_pool_ops();
 OpRows reduce_ops();
 OpRows data_movement_ops();
 OpRows quantize_ops();
+OpRows resize_ops();
+OpRows detection_ops();
 
 }  // namespace furiosa::host::detail

@@ -1,4 +1,5 @@
-// The host operator library (host/cpu_ops.h): ReduceMean.
+// The host operator library (host/cpu_ops.h): ReduceMean, and the selections along one axis:
+// ArgMax, ArgMin, TopK.
 #include "ops_common.h"
 
 namespace furiosa::host::detail {
@@ -99,11 +100,158 @@ std::vector<Tensor> run_reduce_mean(const Ctx& c, const OutInfos& o) {
   return {std::move(ty)};
 }
 
+// ---------------------------------------------------------------------------------------------
+// ArgMax, ArgMin, TopK: selections along one axis
+// ---------------------------------------------------------------------------------------------
+
+// A tensor seen as [outer, n, inner] around `axis`.
+struct AxisView {
+  std::size_t axis = 0;
+  std::int64_t outer = 1, n = 1, inner = 1;
+};
+AxisView axis_view(const Ctx& c, const Shape& x, std::int64_t axis_attr) {
+  AxisView v;
+  v.axis = static_cast<std::size_t>(c.axis(axis_attr, static_cast<std::int64_t>(x.size()), "axis"));
+  for (std::size_t d = 0; d < v.axis; ++d) v.outer *= x[d];
+  v.n = x[v.axis];
+  for (std::size_t d = v.axis + 1; d < x.size(); ++d) v.inner *= x[d];
+  return v;
+}
+
+// Total orders with NaN as the greatest value (numpy's sort order).
+template <class T>
+bool nan_greater(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a)) return !std::isnan(b);
+    if (std::isnan(b)) return false;
+  }
+  return a > b;
+}
+
+std::string check_arg(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}.in(0, "data", kAll).reason;
+}
+OutInfos infer_arg(const Ctx& c) {
+  const Shape& x = c.shape(0, "data");
+  if (x.empty()) c.bad("data must have rank >= 1");
+  const AxisView v = axis_view(c, x, c.node.attr_int("axis", 0));
+  if (v.n == 0) c.bad(fmt::format("axis {} has size 0: no element to select", v.axis));
+  Shape out = x;
+  if (c.node.attr_int("keepdims", 1) != 0) {
+    out[v.axis] = 1;
+  } else {
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(v.axis));
+  }
+  return {{DType::Int64, out}};
+}
+// ArgMax (max = true) / ArgMin: the first index of the extreme value, or the last with
+// select_last_index; a NaN wins over every number (numpy's argmax/argmin), the first NaN (or the
+// last) when there are several.
+template <bool max>
+std::vector<Tensor> run_arg(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const AxisView v = axis_view(c, x.shape(), c.node.attr_int("axis", 0));
+  const bool last = c.node.attr_int("select_last_index", 0) != 0;
+  Tensor y(o[0].first, o[0].second);
+  auto out = y.as<std::int64_t>();
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = x.as<T>().data();
+    auto better = [](T a, T b) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && !std::isnan(b);
+      }
+      return max ? a > b : a < b;
+    };
+    for (std::int64_t a = 0; a < v.outer; ++a) {
+      for (std::int64_t i = 0; i < v.inner; ++i) {
+        const T* s = p + a * v.n * v.inner + i;
+        std::int64_t best = 0;
+        for (std::int64_t k = 1; k < v.n; ++k) {
+          const T cand = s[k * v.inner], cur = s[best * v.inner];
+          if (better(cand, cur) || (last && !better(cur, cand))) best = k;
+        }
+        out[static_cast<std::size_t>(a * v.inner + i)] = best;
+      }
+    }
+  });
+  return {std::move(y)};
+}
+
+std::string check_topk(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}.in(0, "X", kAll).in(1, "K", kIdx, false).reason;
+}
+// k from input K (opset >= 10) or attribute 'k' (opset 1).
+std::int64_t topk_k(const Ctx& c, std::int64_t dim) {
+  std::int64_t k = 0;
+  if (c.has(1)) {
+    const auto kv = int_values(c.constant(1, "K"));
+    if (kv.size() != 1) c.bad(fmt::format("K must hold one value, holds {}", kv.size()));
+    k = kv[0];
+  } else if (c.node.attributes.count("k")) {
+    k = c.node.attr_int("k", 0);
+  } else {
+    c.bad("K is required (input 1 since opset 10, attribute 'k' before)");
+  }
+  if (k < 0 || k > dim) c.bad(fmt::format("k = {} is out of range for an axis of size {}", k, dim));
+  return k;
+}
+OutInfos infer_topk(const Ctx& c) {
+  const Shape& x = c.shape(0, "X");
+  if (x.empty()) c.bad("X must have rank >= 1");
+  const AxisView v = axis_view(c, x, c.node.attr_int("axis", -1));
+  Shape out = x;
+  out[v.axis] = topk_k(c, v.n);
+  return {{c.dtype(0, "X"), out}, {DType::Int64, out}};
+}
+// Values and int64 indices of the k largest (largest=1) or smallest elements along the axis,
+// always in sorted order (sorted=0 leaves the order free); equal values by lower index first;
+// NaN counts as the greatest value.
+std::vector<Tensor> run_topk(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const AxisView v = axis_view(c, x.shape(), c.node.attr_int("axis", -1));
+  const std::int64_t k = topk_k(c, v.n);
+  const bool largest = c.node.attr_int("largest", 1) != 0;
+  Tensor values(o[0].first, o[0].second), indices(o[1].first, o[1].second);
+  auto iv = indices.as<std::int64_t>();
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = x.as<T>().data();
+    auto vv = values.as<T>();
+    std::vector<std::int64_t> order(static_cast<std::size_t>(v.n));
+    for (std::int64_t a = 0; a < v.outer; ++a) {
+      for (std::int64_t i = 0; i < v.inner; ++i) {
+        const T* s = p + a * v.n * v.inner + i;
+        for (std::int64_t j = 0; j < v.n; ++j) order[static_cast<std::size_t>(j)] = j;
+        auto before = [&](std::int64_t l, std::int64_t r) {
+          const T a2 = s[l * v.inner], b2 = s[r * v.inner];
+          if (largest ? nan_greater(a2, b2) : nan_greater(b2, a2)) return true;
+          if (largest ? nan_greater(b2, a2) : nan_greater(a2, b2)) return false;
+          return l < r;
+        };
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+        for (std::int64_t j = 0; j < k; ++j) {
+          const auto at = static_cast<std::size_t>((a * k + j) * v.inner + i);
+          vv[at] = s[order[static_cast<std::size_t>(j)] * v.inner];
+          iv[at] = order[static_cast<std::size_t>(j)];
+        }
+      }
+    }
+  });
+  std::vector<Tensor> out;
+  out.push_back(std::move(values));
+  out.push_back(std::move(indices));
+  return out;
+}
+
 }  // namespace
 
 OpRows reduce_ops() {
   OpRows rows;
   rows.onnx.push_back({"ReduceMean", 1, 2, 1, check_reduce_mean, infer_reduce_mean, run_reduce_mean});
+  rows.onnx.push_back({"ArgMax", 1, 1, 1, check_arg, infer_arg, run_arg<true>});
+  rows.onnx.push_back({"ArgMin", 1, 1, 1, check_arg, infer_arg, run_arg<false>});
+  rows.onnx.push_back({"TopK", 1, 2, 2, check_topk, infer_topk, run_topk});
   return rows;
 }
 

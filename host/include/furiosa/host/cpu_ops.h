@@ -7,7 +7,7 @@
 //
 // Semantics follow the ONNX operator specification (https://onnx.ai/onnx/operators/), opsets
 // 11-13 and the later input/attribute variants where they differ; the ONNX backend node tests of
-// Debian's libonnx-testdata are the arbiter (tests/compiler/test_cpu_ops.cpp runs all of them
+// Debian's libonnx-testdata are the arbiter (tests/host/test_cpu_ops.cpp runs all of them
 // that the IR can import). Choices where the spec leaves freedom are listed at each operator
 // below and in cpu_op_list()'s documentation.
 #pragma once
@@ -47,7 +47,9 @@ struct CpuValueInfo {
 /// node leaves unnamed) from the input dtypes/shapes. Inputs that determine the output shape must
 /// be constants: Reshape's `shape`, Squeeze/Unsqueeze `axes` (input since opset 13), Split's
 /// `split` (input since opset 13), Slice's starts/ends/axes/steps (inputs since opset 10),
-/// ReduceMean's `axes` (input since opset 18). `inputs[i]` may be null for an omitted optional
+/// ReduceMean's `axes` (input since opset 18), Resize's scales/sizes, TopK's K, Range's inputs,
+/// ConstantOfShape's shape, Expand's shape, Tile's repeats, Pad's pads and axes, and every input
+/// of NonMaxSuppression (its output count depends on the scores). `inputs[i]` may be null for an omitted optional
 /// input. Shapes must be fully known (no -1 dims).
 /// Throws Error(IncompatibleModel) naming the node (name and op) when the inputs do not fit the
 /// operator (rank, broadcast, channel counts, missing required input or constant, bad attribute),
@@ -81,6 +83,16 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    a missing `axis` means -1. A caller that knows the opset must set `axis` explicitly (1 for
 ///    opset < 13) or reject inputs with dims after the axis.
 ///  - Relu (float32, int8, int32, int64), Sigmoid (float32).
+///  - Exp, Log, Sqrt, Tanh, Floor, Ceil (float32, the C library's float functions),
+///    LeakyRelu (alpha, default 0.01), HardSigmoid (alpha 0.2, beta 0.5: max(0, min(1,
+///    alpha * x + beta))), HardSwish (x * HardSigmoid(x) with alpha 1/6, beta 0.5), all float32.
+///    Neg (float32, int8, int32, int64), Abs (all five dtypes): integers wrap like numpy (the
+///    lowest value stays itself).
+///  - Pow (base float32, int32 or int64; exponent any of the five dtypes; numpy broadcasting):
+///    computed in double, converted to the base's dtype (integers truncated toward zero, as ONNX
+///    Runtime's cast).
+///  - Min, Max (all five dtypes, one or more inputs of one dtype, numpy broadcasting); a NaN
+///    operand gives NaN (numpy's minimum/maximum).
 ///  - Clip (all five dtypes): min/max as optional inputs (opset >= 11) or float attributes
 ///    (opset < 11); defaults are the dtype's lowest/highest value.
 ///  - Add, Sub, Mul, Div (all five dtypes, both inputs of one dtype): numpy broadcasting; integer
@@ -97,12 +109,48 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    padding is dropped (ONNX reference / PyTorch / current ONNX Runtime).
 ///  - GlobalAveragePool (float32, any spatial rank), ReduceMean (float32; axes attribute (< 18)
 ///    or input (>= 18), keepdims, noop_with_empty_axes; sums in double).
+///  - ArgMax, ArgMin (all five dtypes, int64 output): axis, keepdims, select_last_index; a NaN
+///    wins over every number (numpy's argmax/argmin).
+///  - TopK (all five dtypes; K as input (>= 10) or attribute 'k' (< 10); values and int64
+///    indices): axis, largest; output always sorted (also for sorted=0, where the spec leaves the
+///    order free); equal values by lower index first; NaN counts as the greatest value.
+///  - Resize (opsets 11-19: inputs X, roi, scales, sizes; exactly one of scales/sizes non-empty,
+///    a constant for shape inference): mode 'nearest' (all five dtypes; nearest_mode
+///    round_prefer_floor, round_prefer_ceil, floor, ceil) or 'linear' (float32; N-D: every
+///    resized dim interpolates, so 2-D on [N, C, H, W] is bilinear; weights in double, as the
+///    ONNX reference); every coordinate_transformation_mode (half_pixel, pytorch_half_pixel,
+///    align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize with
+///    extrapolation_value, half_pixel_symmetric); 'axes' and keep_aspect_ratio_policy (opset 18).
+///    Output dims are floor(input * scale) with scales, else sizes. Lengths in the coordinate
+///    formulas are the integer output dims, as ONNX Runtime (the ONNX reference uses input *
+///    scale, which differs for align_corners when that is fractional). Refused: mode 'cubic',
+///    antialias=1, the opset-10 two-input form.
+///  - NonMaxSuppression (boxes [B, N, 4] and scores [B, C, N] float32; optional
+///    max_output_boxes_per_class (int64, default 0: no output), iou_threshold (default 0),
+///    score_threshold (default: none)): center_point_box 0 (any two opposite corners) or 1.
+///    Per batch and class, candidates with score > score_threshold in descending score order
+///    (equal scores by lower box index, as ONNX Runtime); a box is suppressed when its IoU with
+///    a selected box is > iou_threshold (boxes without area never suppress); int64 output
+///    [num_selected, 3] of (batch, class, box) ordered by batch, class, then score. The output
+///    count depends on the scores, so shape inference needs boxes, scores and the thresholds as
+///    constants.
 ///  - Data movement, all five dtypes: Flatten, Reshape (0 copies the input dim unless allowzero,
 ///    one -1 inferred), Transpose, Concat, Split (sizes from input (>= 13) or attribute 'split'
 ///    (< 13), else equal parts, or 'num_outputs' (>= 18) with a smaller last part), Squeeze,
 ///    Unsqueeze (axes attribute (< 13) or input (>= 13)), Identity, Shape (start/end, any dtype,
 ///    int64 output), Gather (int32/int64 indices, negative indices), Slice (starts/ends/axes/steps
 ///    as int32/int64 inputs (>= 10) or attributes (< 10), negative steps).
+///  - Shape-subgraph operators, all five dtypes unless noted; their shape-determining inputs
+///    must be constants for shape inference: Range (float32, int32, int64 scalars; element i is
+///    start + i * delta, count max(ceil((limit - start) / delta), 0)), ConstantOfShape (int64
+///    shape; 'value' a one-element tensor of any of the five dtypes, default float32 0), Expand
+///    (int64 shape, numpy bidirectional broadcasting), Tile (int64 repeats), Pad (pads as int64
+///    input (>= 11) with optional axes (>= 18) or attribute (< 11); negative pads crop; mode
+///    constant (constant_value input or float 'value' attribute, default 0), reflect (mirrored
+///    without the edge, repeated for pads longer than the dim, like numpy), edge, wrap
+///    (periodic)).
+///  - Dropout (float32; inference: the output is the input, ratio ignored). Refused: the mask
+///    output (bool, which the library has no dtype for), training_mode, is_test=0.
 ///  - Cast between float32, uint8, int8, int32, int64 ('to' is the ONNX TensorProto type number:
 ///    1, 2, 3, 6, 7). float -> integer truncates toward zero like numpy's astype, NaN becomes 0
 ///    and out-of-range values saturate to the target's limits (numpy leaves both undefined);

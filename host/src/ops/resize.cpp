@@ -1,0 +1,311 @@
+// The host operator library (host/cpu_ops.h): Resize (opsets 11-19: X, roi, scales, sizes;
+// nearest and N-D linear; the coordinate transformation modes of the spec).
+#include "ops_common.h"
+
+namespace furiosa::host::detail {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Resize
+// ---------------------------------------------------------------------------------------------
+
+enum class Coord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNn, TfCropAndResize, HalfPixelSymmetric };
+enum class Nearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+
+std::optional<Coord> coord_mode(const std::string& s) {
+  if (s == "half_pixel") return Coord::HalfPixel;
+  if (s == "pytorch_half_pixel") return Coord::PytorchHalfPixel;
+  if (s == "align_corners") return Coord::AlignCorners;
+  if (s == "asymmetric") return Coord::Asymmetric;
+  if (s == "tf_half_pixel_for_nn") return Coord::TfHalfPixelForNn;
+  if (s == "tf_crop_and_resize") return Coord::TfCropAndResize;
+  if (s == "half_pixel_symmetric") return Coord::HalfPixelSymmetric;
+  return std::nullopt;
+}
+std::optional<Nearest> nearest_mode(const std::string& s) {
+  if (s == "round_prefer_floor") return Nearest::RoundPreferFloor;
+  if (s == "round_prefer_ceil") return Nearest::RoundPreferCeil;
+  if (s == "floor") return Nearest::Floor;
+  if (s == "ceil") return Nearest::Ceil;
+  return std::nullopt;
+}
+
+std::string check_resize(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.in(0, "X", kAll).in(1, "roi", kF32, false).in(2, "scales", kF32, false).in(3, "sizes", bit(DType::Int64), false);
+  ch.require(n.inputs.size() != 2,
+             "Resize with 2 inputs (the opset-10 form X, scales) is not implemented, only opsets >= 11");
+  const std::string mode = n.attr_string("mode", "nearest");
+  ch.require(mode == "nearest" || mode == "linear",
+             fmt::format("mode '{}' is not implemented (only 'nearest' and 'linear')", mode));
+  ch.require(mode != "linear" || !ch.present(0) || *d[0] == DType::Float32,
+             fmt::format("mode 'linear' takes float32 X, the node's X is {} (mode 'nearest' takes all five dtypes)",
+                         ch.present(0) ? dtype_name(*d[0]) : "missing"));
+  const std::string coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
+  ch.require(coord_mode(coord).has_value(),
+             fmt::format("coordinate_transformation_mode '{}' is not an ONNX mode", coord));
+  const std::string nearest = n.attr_string("nearest_mode", "round_prefer_floor");
+  ch.require(nearest_mode(nearest).has_value(), fmt::format("nearest_mode '{}' is not an ONNX mode", nearest));
+  ch.require(n.attr_int("antialias", 0) == 0, "antialias=1 is not implemented");
+  const std::string policy = n.attr_string("keep_aspect_ratio_policy", "stretch");
+  ch.require(policy == "stretch" || policy == "not_larger" || policy == "not_smaller",
+             fmt::format("keep_aspect_ratio_policy '{}' is not an ONNX policy", policy));
+  return ch.reason;
+}
+
+// Output shape and the per-dim scale and crop window, from the attributes and inputs.
+struct ResizePlan {
+  Shape out;
+  std::vector<double> scale;     // output / input per dim (1 for dims not resized)
+  std::vector<double> roi_start;  // normalized crop window per dim (tf_crop_and_resize)
+  std::vector<double> roi_end;
+  std::vector<bool> resized;     // dims listed in `axes`
+};
+
+ResizePlan resize_plan(const Ctx& c, const Shape& x, bool need_roi) {
+  const auto rank = static_cast<std::int64_t>(x.size());
+  std::vector<std::size_t> axes;
+  std::vector<bool> listed(x.size(), false);
+  if (c.node.attributes.count("axes")) {
+    for (auto a : c.node.attr_ints("axes", {})) {
+      const auto ax = static_cast<std::size_t>(c.axis(a, rank, "axes entry"));
+      if (listed[ax]) c.bad(fmt::format("axis {} is listed twice in 'axes'", a));
+      listed[ax] = true;
+      axes.push_back(ax);
+    }
+  } else {
+    for (std::size_t d = 0; d < x.size(); ++d) axes.push_back(d);
+    listed.assign(x.size(), true);
+  }
+  ResizePlan p;
+  p.out = x;
+  p.scale.assign(x.size(), 1.0);
+  p.roi_start.assign(x.size(), 0.0);
+  p.roi_end.assign(x.size(), 1.0);
+  p.resized = listed;
+  const bool has_scales = c.has(2) && element_count(*c.in[2].shape) > 0;
+  const bool has_sizes = c.has(3) && element_count(*c.in[3].shape) > 0;
+  if (has_scales == has_sizes) {
+    c.bad(has_scales ? "both scales and sizes are given; exactly one must be non-empty"
+                     : "neither scales nor sizes is given; exactly one must be non-empty");
+  }
+  if (has_scales) {
+    const Tensor& s = c.constant(2, "scales");
+    if (static_cast<std::size_t>(s.elements()) != axes.size()) {
+      c.bad(fmt::format("scales has {} values for {} axes", s.elements(), axes.size()));
+    }
+    auto sv = s.as<float>();
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      if (!(sv[i] > 0.0f)) c.bad(fmt::format("scales[{}] = {} must be > 0", i, sv[i]));
+      p.scale[axes[i]] = static_cast<double>(sv[i]);
+      p.out[axes[i]] = static_cast<std::int64_t>(std::floor(static_cast<double>(x[axes[i]]) * p.scale[axes[i]]));
+    }
+  } else {
+    const auto sizes = int_values(c.constant(3, "sizes"));
+    if (sizes.size() != axes.size()) c.bad(fmt::format("sizes has {} values for {} axes", sizes.size(), axes.size()));
+    const std::string policy = c.node.attr_string("keep_aspect_ratio_policy", "stretch");
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      if (sizes[i] < 0) c.bad(fmt::format("sizes[{}] = {} must be >= 0", i, sizes[i]));
+      if (x[axes[i]] == 0) c.bad("cannot resize a dim of size 0");
+    }
+    if (policy == "stretch") {
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        p.out[axes[i]] = sizes[i];
+        p.scale[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(x[axes[i]]);
+      }
+    } else {
+      // One scale for all listed axes, the smallest (not_larger) or largest (not_smaller) of
+      // sizes / input; output dims round(scale * input) with halves rounded up (the spec).
+      double s = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const double r = static_cast<double>(sizes[i]) / static_cast<double>(x[axes[i]]);
+        s = policy == "not_larger" ? std::min(s, r) : std::max(s, r);
+      }
+      for (auto ax : axes) {
+        p.scale[ax] = s;
+        p.out[ax] = static_cast<std::int64_t>(std::floor(s * static_cast<double>(x[ax]) + 0.5));
+      }
+    }
+  }
+  const Coord coord = *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
+  if (need_roi && coord == Coord::TfCropAndResize) {
+    const Tensor* roi = c.opt(1);
+    if (!roi || roi->elements() == 0) c.bad("coordinate_transformation_mode 'tf_crop_and_resize' needs the roi input");
+    if (static_cast<std::size_t>(roi->elements()) != 2 * axes.size()) {
+      c.bad(fmt::format("roi has {} values, 2 x {} axes expected", roi->elements(), axes.size()));
+    }
+    auto rv = roi->as<float>();
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      p.roi_start[axes[i]] = static_cast<double>(rv[i]);
+      p.roi_end[axes[i]] = static_cast<double>(rv[axes.size() + i]);
+    }
+  }
+  return p;
+}
+
+OutInfos infer_resize(const Ctx& c) {
+  const Shape& x = c.shape(0, "X");
+  return {{c.dtype(0, "X"), resize_plan(c, x, false).out}};
+}
+
+// Input coordinate of output coordinate `o` along one dim (the spec's formulas).
+double source_coord(Coord mode, double o, double scale, std::int64_t in_len, std::int64_t out_len,
+                    double roi_start, double roi_end) {
+  const double in = static_cast<double>(in_len), out = static_cast<double>(out_len);
+  switch (mode) {
+    case Coord::HalfPixel: return (o + 0.5) / scale - 0.5;
+    case Coord::PytorchHalfPixel: return out_len > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+    case Coord::AlignCorners: return out_len == 1 ? 0.0 : o * (in - 1) / (out - 1);
+    case Coord::Asymmetric: return o / scale;
+    case Coord::TfHalfPixelForNn: return (o + 0.5) / scale;
+    case Coord::TfCropAndResize:
+      return out_len > 1 ? roi_start * (in - 1) + o * (roi_end - roi_start) * (in - 1) / (out - 1)
+                         : 0.5 * (roi_start + roi_end) * (in - 1);
+    case Coord::HalfPixelSymmetric: {
+      const double adjustment = out / (scale * in);
+      const double offset = in / 2 * (1 - adjustment);
+      return offset + (o + 0.5) / scale - 0.5;
+    }
+  }
+  return 0.0;
+}
+
+std::int64_t round_nearest(Nearest mode, double x) {
+  const double f = std::floor(x);
+  switch (mode) {
+    case Nearest::Floor: return static_cast<std::int64_t>(f);
+    case Nearest::Ceil: return static_cast<std::int64_t>(std::ceil(x));
+    case Nearest::RoundPreferFloor:
+      return static_cast<std::int64_t>(x - f == 0.5 ? f : std::round(x));
+    case Nearest::RoundPreferCeil:
+      return static_cast<std::int64_t>(x - f == 0.5 ? f + 1 : std::round(x));
+  }
+  return 0;
+}
+
+// Per output coordinate of one dim: the two source indices (clamped to the edge), the weight of
+// the second, and whether the coordinate lies outside the input (tf_crop_and_resize only).
+struct Tap {
+  std::int64_t i0 = 0, i1 = 0;
+  double w1 = 0.0;
+  bool outside = false;
+};
+
+std::vector<Tap> dim_taps(const ResizePlan& p, std::size_t d, std::int64_t in_len, Coord coord,
+                          bool linear, Nearest nearest) {
+  const std::int64_t out_len = p.out[d];
+  std::vector<Tap> taps(static_cast<std::size_t>(out_len));
+  for (std::int64_t o = 0; o < out_len; ++o) {
+    Tap& t = taps[static_cast<std::size_t>(o)];
+    if (!p.resized[d]) {
+      t.i0 = t.i1 = o;
+      continue;
+    }
+    const double x = source_coord(coord, static_cast<double>(o), p.scale[d], in_len, out_len,
+                                  p.roi_start[d], p.roi_end[d]);
+    if (coord == Coord::TfCropAndResize && (x < 0 || x > static_cast<double>(in_len - 1))) {
+      t.outside = true;
+      continue;
+    }
+    if (linear) {
+      const double f = std::floor(x);
+      t.i0 = std::clamp<std::int64_t>(static_cast<std::int64_t>(f), 0, in_len - 1);
+      t.i1 = std::clamp<std::int64_t>(static_cast<std::int64_t>(f) + 1, 0, in_len - 1);
+      t.w1 = t.i0 == t.i1 ? 0.0 : x - f;
+    } else {
+      t.i0 = t.i1 = std::clamp<std::int64_t>(round_nearest(nearest, x), 0, in_len - 1);
+    }
+  }
+  return taps;
+}
+
+std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const Shape& xs = x.shape();
+  const ResizePlan p = resize_plan(c, xs, true);
+  const Coord coord = *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
+  const bool linear = c.node.attr_string("mode", "nearest") == "linear";
+  const Nearest nearest = *nearest_mode(c.node.attr_string("nearest_mode", "round_prefer_floor"));
+  const float extrapolation = float_attr(c.node, "extrapolation_value", 0.0f);
+  const std::size_t r = xs.size();
+  Tensor y(o[0].first, o[0].second);
+  if (y.elements() == 0) return {std::move(y)};
+  std::vector<std::vector<Tap>> taps(r);
+  for (std::size_t d = 0; d < r; ++d) taps[d] = dim_taps(p, d, xs[d], coord, linear, nearest);
+  const auto st = contiguous_strides(xs);
+  std::vector<std::int64_t> idx(r, 0);
+  const std::int64_t total = y.elements();
+  // Odometer over the output coordinates.
+  auto advance = [&] {
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < p.out[d]) return;
+      idx[d] = 0;
+    }
+  };
+  auto is_outside = [&] {
+    for (std::size_t d = 0; d < r; ++d) {
+      if (taps[d][static_cast<std::size_t>(idx[d])].outside) return true;
+    }
+    return false;
+  };
+  if (!linear) {
+    const std::size_t es = dtype_size(x.dtype());
+    std::vector<std::byte> fill(es);
+    visit_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T v = convert<T>(extrapolation);
+      std::memcpy(fill.data(), &v, es);
+    });
+    std::vector<std::vector<std::int64_t>> tables(r);
+    for (std::size_t d = 0; d < r; ++d) {
+      for (const Tap& t : taps[d]) tables[d].push_back(t.outside ? -1 : t.i0);
+    }
+    gather_indexed(es, x.bytes().data(), xs, y.bytes().data(), p.out, tables, fill.data());
+    return {std::move(y)};
+  }
+  // Linear: the weighted sum over the 2^k corners of the dims that interpolate (weights in double,
+  // as the ONNX reference computes).
+  std::vector<std::size_t> active;
+  for (std::size_t d = 0; d < r; ++d) {
+    if (std::any_of(taps[d].begin(), taps[d].end(), [](const Tap& t) { return t.w1 != 0.0; })) active.push_back(d);
+  }
+  const float* src = x.as<float>().data();
+  auto out = y.as<float>();
+  const std::size_t corners = std::size_t{1} << active.size();
+  for (std::int64_t i = 0; i < total; ++i, advance()) {
+    if (is_outside()) {
+      out[static_cast<std::size_t>(i)] = extrapolation;
+      continue;
+    }
+    std::int64_t base = 0;
+    for (std::size_t d = 0; d < r; ++d) base += taps[d][static_cast<std::size_t>(idx[d])].i0 * st[d];
+    double acc = 0.0;
+    for (std::size_t m = 0; m < corners; ++m) {
+      double w = 1.0;
+      std::int64_t off = base;
+      for (std::size_t k = 0; k < active.size(); ++k) {
+        const std::size_t d = active[k];
+        const Tap& t = taps[d][static_cast<std::size_t>(idx[d])];
+        if (m & (std::size_t{1} << k)) {
+          w *= t.w1;
+          off += (t.i1 - t.i0) * st[d];
+        } else {
+          w *= 1.0 - t.w1;
+        }
+      }
+      if (w != 0.0) acc += w * static_cast<double>(src[off]);
+    }
+    out[static_cast<std::size_t>(i)] = static_cast<float>(acc);
+  }
+  return {std::move(y)};
+}
+
+}  // namespace
+
+OpRows resize_ops() {
+  OpRows rows;
+  rows.onnx.push_back({"Resize", 1, 4, 1, check_resize, infer_resize, run_resize});
+  return rows;
+}
+
+}  // namespace furiosa::host::detail
