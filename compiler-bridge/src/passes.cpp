@@ -90,7 +90,10 @@ class Passes {
     std::vector<bool> dead(g_.nodes.size(), false);
     for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
-      if (n.domain.empty() && (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear")) continue;
+      // DequantizeLinear stays (QDQ fusion reads the quantized weights behind it); a
+      // QuantizeLinear of constant float weights folds: the weights are quantized once here with
+      // the ONNX rule (host/quantize.h), then fused like the integer-weight form.
+      if (n.domain.empty() && n.op_type == "DequantizeLinear") continue;
       std::vector<Tensor> outs;
       if (n.op_type == "Shape" && n.domain.empty() && n.inputs.size() == 1 && value(n.inputs[0]).has_shape &&
           std::all_of(value(n.inputs[0]).shape.begin(), value(n.inputs[0]).shape.end(), [](auto d) { return d >= 0; }) &&
@@ -127,7 +130,9 @@ class Passes {
         v.constant = std::move(outs[o]);
       }
       dead[i] = true;
-      note_entry(n, "constant", "-", "all inputs are known at compile time: evaluated once");
+      note_entry(n, "constant", "-",
+                 n.op_type == "QuantizeLinear" ? "constant float weights quantized at compile time (QuantizeLinear rule)"
+                                               : "all inputs are known at compile time: evaluated once");
     }
     compact(dead);
     infer_shapes(g_, opt_);

@@ -12,8 +12,9 @@ namespace furiosa::compiler::detail {
 /// 1. batch: a fixed dim 0 of 1 on the inputs becomes options.batch_size (and the leading 1 of
 ///    constant Reshape shapes); symbolic batch dims are bound by infer_shapes;
 /// 2. constant folding: Shape of a statically shaped value, and any node whose inputs are all
-///    constants and that the host operator library runs. QuantizeLinear / DequantizeLinear are
-///    never folded (QDQ weights stay visible to step 3);
+///    constants and that the host operator library runs. DequantizeLinear is never folded (QDQ
+///    weights stay visible to step 3); a QuantizeLinear of constant float weights is (the
+///    weights are quantized at compile time with the ONNX rule);
 /// 3. QDQ fusion: DequantizeLinear -> Conv / MatMul / Add / GlobalAveragePool -> QuantizeLinear
 ///    becomes QLinearConv / QLinearMatMul / QLinearAdd / QLinearGlobalAveragePool (ONNX Runtime's
 ///    QDQ transformer);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Convert a QOperator-format quantized ONNX model into the equivalent QDQ model.
 
-Usage: /usr/bin/python3 qoperator_to_qdq.py IN.onnx OUT.onnx
+Usage: /usr/bin/python3 qoperator_to_qdq.py [--float-weights] IN.onnx OUT.onnx
 
 Every QLinear* node becomes DequantizeLinear(inputs) -> float op -> QuantizeLinear
 (output keeps its original name), the way ONNX Runtime's quantizer lays out a
@@ -9,6 +9,11 @@ QDQ model.  All quantization parameters (scale / zero-point initializers,
 integer weights and int32 biases) are reused unchanged; the only new constants
 are the per-channel bias scales float32(x_scale) * w_scale (float32 arithmetic)
 and their int32 zero points.  See README.md in this folder for the rules.
+
+With --float-weights the integer weights of QLinearConv / QLinearMatMul become float32
+initializers (their dequantized values) behind a QuantizeLinear -> DequantizeLinear pair, the
+form of exporters that keep float weights; quantizing them again with the same parameters
+gives back the integer weights exactly, so the outputs stay identical.
 
 Needs only onnx (tested with Debian python3-onnx 1.12) and numpy.
 """
@@ -65,8 +70,9 @@ def attr_dict(node):
 
 
 class Converter:
-    def __init__(self, model):
+    def __init__(self, model, float_weights=False):
         self.model = model
+        self.float_weights = float_weights
         self.g = model.graph
         for n in self.g.node:
             for a in n.attribute:
@@ -238,6 +244,24 @@ class Converter:
         self.dq_cache[key] = out
         return out
 
+    def weight_dq(self, w, s, zp, axis):
+        """DequantizeLinear of a weight; with --float-weights through float32 weights and a
+        QuantizeLinear."""
+        if not self.float_weights or w not in self.const:
+            return self.dq(w, s, zp, axis)
+        wq = self.const[w].astype(np.int32)
+        scale = self.carr(s, "weight scale").astype(np.float32)
+        zero = self.carr(zp, "weight zero point").astype(np.int32) if zp else np.zeros_like(scale, dtype=np.int32)
+        shape = [1] * wq.ndim
+        if axis is not None:
+            shape[axis] = -1
+        wf = ((wq - zero.reshape(shape)).astype(np.float32) * scale.reshape(shape)).astype(np.float32)
+        wf_name = self.add_init(w + "_float", wf)
+        requantized = self.unique(w + "_requantized")
+        attrs = [helper.make_attribute("axis", axis)] if axis is not None else []
+        self.emit("QuantizeLinear", [wf_name, s] + ([zp] if zp else []), [requantized], "%s_QuantizeLinear" % w, attrs)
+        return self.dq(requantized, s, zp, axis)
+
     def q(self, xf, s, zp, out):
         self.emit("QuantizeLinear", [xf, s] + ([zp] if zp else []), [out], "%s_QuantizeLinear" % out)
 
@@ -264,7 +288,7 @@ class Converter:
         self.require_scalar(xs, "x_scale", n)
         self.require_scalar(ys, "y_scale", n)
         xf = self.dq(x, xs, xzp)
-        wf = self.dq(w, ws, wzp, axis=self.per_axis(ws, 0))
+        wf = self.weight_dq(w, ws, wzp, self.per_axis(ws, 0))
         conv_in = [xf, wf]
         if b:
             x_scale = self.carr(xs, "x_scale").astype(np.float32).reshape(())
@@ -294,7 +318,7 @@ class Converter:
                 fail("per-column b_scale with rank-%d B in %r not supported" % (self.const[b].ndim, n.name))
             axis = 1
         af = self.dq(a, as_, azp)
-        bf = self.dq(b, bs, bzp, axis=axis)
+        bf = self.weight_dq(b, bs, bzp, axis)
         yf = self.float_name(n.output[0])
         self.emit("MatMul", [af, bf], [yf], n.name or n.output[0], list(n.attribute))
         self.q(yf, ys, yzp, n.output[0])
@@ -465,13 +489,15 @@ def upgrade_softmax_to_13(nodes, rank_of):
 
 
 def main(argv):
+    float_weights = "--float-weights" in argv[1:]
+    argv = [a for a in argv if a != "--float-weights"]
     if len(argv) != 3:
-        sys.stderr.write("usage: %s IN.onnx OUT.onnx\n" % argv[0])
+        sys.stderr.write("usage: %s [--float-weights] IN.onnx OUT.onnx\n" % argv[0])
         return 2
     model = onnx.load(argv[1])
     before = count_ops(model.graph)
 
-    conv = Converter(model)
+    conv = Converter(model, float_weights)
     new_nodes, new_inits = conv.run()
 
     out = onnx.ModelProto()

@@ -70,3 +70,12 @@ TEST_CASE("QDQ default model equals its QOperator form", "[qdq][models]") {
   for (int i = 0; i < 8; ++i) in.push_back(runtime::read_npy(models / fmt::format("images/fashion_{}.npy", i)));
   check_identical(models / "fashion_mnist_int8.onnx", "fashion_mnist_int8-qdq.onnx", in);
 }
+
+TEST_CASE("QDQ with float weights (quantized at compile time) equals the QOperator form", "[qdq][models]") {
+  std::vector<Tensor> in;
+  for (int s = 0; s < 10; ++s) in.push_back(set_input("onnx-zoo/mnist-12-int8", s));
+  check_identical(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"),
+                  "mnist-12-int8-qdq-float-weights.onnx", in);
+  check_identical(test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx"),
+                  "mobilenetv2-12-int8-qdq-float-weights.onnx", {set_input("onnx-zoo/mobilenetv2-12-int8", 0)});
+}
