@@ -67,8 +67,9 @@ TEST_CASE("inferences report = the Inference rows of the table", "[profiler][rep
   CHECK(s.count == 9);
   CHECK(s.min_ns == durations.front());
   CHECK(s.max_ns == durations.back());
-  CHECK(s.median_ns == durations[4]);  // ceil(0.5 * 9) = 5th
-  CHECK(s.p90_ns == durations[8]);     // ceil(8.1) = 9th
+  CHECK(s.median_ns == durations[4]);  // position 0.5 * 8 = 4: a rank, no interpolation
+  // position 0.9 * 8 = 7.2: 0.2 of the way from the 8th to the 9th, rounded down
+  CHECK(s.p90_ns == durations[7] + (durations[8] - durations[7]) * 2 / 10);
 }
 
 TEST_CASE("NPU executions report recomputed from Load, Store and kernel rows",

@@ -63,7 +63,7 @@ TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[too
   CHECK_THAT(r.out, Catch::Contains("Plus214_Output_0: float32 [1, 10] NC"));
   CHECK_THAT(r.out, Catch::Contains("device: npu0pe0-1"));
   CHECK_THAT(r.out, Catch::Contains("top-5: 1 ("));  // the first digit of the sample image is a 1
-  CHECK_THAT(r.out, Catch::Contains("Inference count: 1"));
+  CHECK_THAT(r.out, Catch::Contains("Inference counts                : 1"));
   const Tensor out = runtime::read_npy(tmp / "out/Plus214_Output_0.npy");
   CHECK(out.shape() == Shape{1, 10});
   CHECK(test::argmax(out) == 1);

@@ -21,8 +21,9 @@ namespace furiosa::profiler {
 
 // ---- summary -------------------------------------------------------------------------------
 
-/// Latency distribution of the Inference spans, in ns. Percentiles use the nearest-rank method
-/// on the sorted durations (p = ceil(q * n)-th smallest); median is the 0.5 nearest rank.
+/// Latency distribution of the Inference spans, in ns. Percentiles (median = 50th) by linear
+/// interpolation between the closest ranks, rounded down to whole ns: percentile() in
+/// statistics.h, the method of FuriosaAI's profiler (numpy/pandas default quantile).
 struct InferenceSummary {
   std::uint64_t count = 0;
   std::int64_t min_ns = 0, max_ns = 0;
@@ -33,7 +34,13 @@ struct InferenceSummary {
 /// Summary of the spans named "Inference" among `spans`.
 InferenceSummary summarize_inferences(const std::vector<SpanRecord>& spans);
 
-/// Multi-line human-readable rendering of a summary (values in ns).
+/// The summary as FuriosaAI's `print_summary()` lays it out: a 48-'=' rule, the title
+/// "  Inference Results Summary", a rule, then one "<label padded to 32> : <value>" line each:
+/// `Inference counts`, `Min latency (ns)`, `Max latency (ns)`, `Mean latency (ns)`,
+/// `Median latency (ns)`, `90.0 percentile latency (ns)`, 95.0, 97.0, 99.0 and
+/// `99.9 percentile latency (ns)`. Values are whole ns; the mean is rounded down like the
+/// percentiles (the SDK prints 386095 for a mean of 386095.5). Without inferences only the
+/// count line follows the title.
 std::string format_summary(const InferenceSummary& summary);
 
 // ---- inferences ----------------------------------------------------------------------------
