@@ -224,9 +224,7 @@ std::vector<ExternalOperatorRow> external_operator_report(const std::vector<Span
   std::vector<ExternalOperatorRow> rows;
   for (const std::size_t i : in_span_order(spans)) {
     const SpanRecord& s = spans[i];
-    if (s.cat != Category::Runtime || s.operator_index < 0 || detail::is_runtime_operator(s.name)) {
-      continue;
-    }
+    if (s.cat != Category::Runtime || s.operator_index < 0) continue;
     rows.push_back(
         ExternalOperatorRow{s.trace_id, s.span_id, s.thread_id, s.name, s.operator_index,
                             s.dur_ns()});

@@ -1,7 +1,7 @@
 // Session: compile, open the devices, and run inferences through staged executors.
 //
 // One inference (DESIGN.md "One inference, end to end"; docs/design.md "Runtime"):
-//   submitting thread:   span Inference starts (root of a new trace, or under a record scope)
+//   submitting thread:   span Inference starts (a new trace; its parent is the open record scope)
 //   host stage (worker): host operators up to an NPU call (Quantize, Lower, external
 //                        operators), then Enqueue on the least loaded device; the worker is free
 //   fence-wait executor: the fence's callback wakes it; device spans Load/Execution/kernels/Store
@@ -121,6 +121,11 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     compiled_ = compiler::compile(std::move(graph), copts);
   }
   model_ = model_of(compiled_);
+  host_operator_index_.reserve(compiled_.steps.size());
+  std::int32_t host_ops = 0;
+  for (const compiler::Step& step : compiled_.steps) {
+    host_operator_index_.push_back(step.kind == compiler::Step::Kind::Cpu ? host_ops++ : -1);
+  }
   for (const auto& file : files) {
     auto slot = std::make_unique<DeviceSlot>();
     slot->device = driver.open(file);  // DeviceBusy / DeviceNotFound name the file
@@ -215,10 +220,11 @@ void Session::execute_async(std::shared_ptr<const std::vector<Tensor>> inputs, C
   req->traced = req->profiler && req->profiler->is_recording();
   if (req->traced) {
     profiler::Profiler* prof = req->profiler;
-    // Under the thread's open record("label") scope when there is one, else a new trace.
+    // Every inference is a trace of its own (as in FuriosaAI's profiler); inside the thread's
+    // open record("label") scope its parent_span_id is the scope's span (which stays in the
+    // scope's own trace), else it is a root.
     const profiler::SpanContext scope = prof->current_context();
-    const profiler::SpanContext parent = scope.valid() ? scope : prof->new_trace();
-    req->span.trace_id = parent.trace_id;
+    req->span.trace_id = prof->new_trace().trace_id;
     req->span.parent_span_id = scope.valid() ? scope.span_id : 0;
     req->span.span_id = prof->next_span_id();
     req->span.name = "Inference";
@@ -258,7 +264,7 @@ void Session::host_stage(std::shared_ptr<Request> req) {
         submit_npu(req, step.npu);
         return;
       }
-      run_cpu(step.cpu, *req->buffers, ctx);
+      run_cpu(req->next_step, step.cpu, *req->buffers, ctx);
       ++req->next_step;
     }
   } catch (...) {
@@ -402,11 +408,12 @@ void Session::record_npu_spans(const DeviceSlot& dev, const device::ExecutionTim
   }
 }
 
-void Session::run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx) {
-  const std::string name = op.kind == compiler::CpuOpKind::External ? op.node->op_type
-                                                                    : std::string(compiler::cpu_op_name(op.kind));
-  profiler::ScopedSpan span(ctx.valid() ? profiler_.get() : nullptr, name, ctx);
-  span.record().operator_index = op.operator_index;
+void Session::run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx) {
+  profiler::ScopedSpan span(ctx.valid() ? profiler_.get() : nullptr,
+                            op.kind == compiler::CpuOpKind::External ? std::string_view(op.node->op_type)
+                                                                     : compiler::cpu_op_name(op.kind),
+                            ctx);
+  span.record().operator_index = host_operator_index_[step];
   if (op.kind != compiler::CpuOpKind::External) {
     const int in = op.inputs.at(0), out = op.outputs.at(0);
     run_host_step(op, compiled_.slots[static_cast<std::size_t>(in)], b.readable(in),

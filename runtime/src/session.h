@@ -85,11 +85,17 @@ class Session {
   DeviceSlot& pick_device();
   /// Submits NPU call `index` of `req` (Enqueue span) and arranges for fence_stage.
   void submit_npu(const std::shared_ptr<Request>& req, int index);
-  void run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx);
+  /// Runs host operator `op` (step `step` of compiled_.steps) under a span named after it whose
+  /// operator_index is host_operator_index_[step].
+  void run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx);
   void record_npu_spans(const DeviceSlot& dev, const device::ExecutionTiming& t,
                         const profiler::SpanContext& parent, std::uint64_t flow_id);
 
   compiler::CompiledModel compiled_;
+  /// Per step of compiled_.steps: for a host step, its position among the model's host
+  /// operators in execution order (0..N-1: Quantize, Lower, fallback operators, Unlower,
+  /// Dequantize, as FuriosaAI's profiler numbers them in operator_index); -1 for an NPU step.
+  std::vector<std::int32_t> host_operator_index_;
   Model model_;
   std::string backend_;
   std::shared_ptr<profiler::Profiler> profiler_;

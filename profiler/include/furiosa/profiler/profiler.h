@@ -95,8 +95,8 @@ class Profiler {
   [[nodiscard]] RecordScope record(std::string_view label);
 
   /// The innermost open record scope of this profiler on the calling thread as a parent
-  /// context; an empty SpanContext (start a new trace) when there is none. The runtime starts
-  /// its Inference span under it.
+  /// context; an empty SpanContext when there is none. The runtime makes it the parent
+  /// (parent_span_id) of its Inference span, which still gets a trace_id of its own.
   SpanContext current_context() const noexcept;
 
   /// All spans recorded so far, sorted by start time (times on the steady clock, see now_ns()).

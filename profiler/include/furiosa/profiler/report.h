@@ -94,9 +94,11 @@ std::string format_npu_operators(const std::vector<NpuOperatorRow>& rows);
 
 // ---- external operators --------------------------------------------------------------------
 
-/// One host (CPU) operator of the model: a Runtime span with operator_index >= 0 whose name is
-/// not one of the runtime's own operators (Quantize, Dequantize, Lower, Unlower); the name is
-/// the ONNX op type.
+/// One execution of a host (CPU) operator of the model, as FuriosaAI's
+/// `print_external_operators()` lists them: every Runtime span with operator_index >= 0, i.e.
+/// the runtime's Quantize, Lower, Unlower, Dequantize and every fallback (external) operator,
+/// named by its ONNX op type. operator_index numbers the model's host operators 0..N-1 in
+/// execution order (set by the runtime, see docs/profiler.md).
 struct ExternalOperatorRow {
   TraceId trace_id;
   std::uint64_t span_id = 0;
@@ -106,7 +108,10 @@ struct ExternalOperatorRow {
   std::int64_t dur_ns = 0;
 };
 
+/// One row per host operator execution among `spans`, in span order (start time).
 std::vector<ExternalOperatorRow> external_operator_report(const std::vector<SpanRecord>& spans);
+/// Table with the columns trace_id, span_id, thread.id, name, operator_index, dur (ns);
+/// "(no external operators)" when there are none.
 std::string format_external_operators(const std::vector<ExternalOperatorRow>& rows);
 
 // ---- selection by name ---------------------------------------------------------------------
