@@ -87,8 +87,11 @@ class Session {
   void submit_npu(const std::shared_ptr<Request>& req, int index);
   /// Runs host operator `op` (step `step` of compiled_.steps) under a span named after it whose
   /// operator_index is host_operator_index_[step].
-  void run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx);
-  void record_npu_spans(const DeviceSlot& dev, const device::ExecutionTiming& t,
+  void run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, profiler::Profiler* prof,
+               const profiler::SpanContext& ctx);
+  /// Records the device spans of one execution (Load, Execution, kernels, Store, backend spans)
+  /// into `prof` under `parent`.
+  void record_npu_spans(profiler::Profiler& prof, const DeviceSlot& dev, const device::ExecutionTiming& t,
                         const profiler::SpanContext& parent, std::uint64_t flow_id);
 
   compiler::CompiledModel compiled_;
@@ -98,6 +101,8 @@ class Session {
   std::vector<std::int32_t> host_operator_index_;
   Model model_;
   std::string backend_;
+  /// The profiler given in the options (records every inference); null = the active one per
+  /// inference (profiler::active_profiler()).
   std::shared_ptr<profiler::Profiler> profiler_;
   std::vector<std::unique_ptr<DeviceSlot>> devices_;
   /// Host stage workers (worker_num threads).

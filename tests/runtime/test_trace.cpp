@@ -448,3 +448,52 @@ TEST_CASE("external-operators report on MobileNetV2: Quantize 0 and Dequantize l
   CHECK(names.back() == "Dequantize");
   CHECK(profiler::format_external_operators(rows) != "(no external operators)\n");
 }
+
+// ---- profiling scopes (the SDK's `with profile(...)`) ----------------------------------------
+
+TEST_CASE("a ProfileScope attaches to runners and queues given no profiler, while it is open",
+          "[trace][profile-scope]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path model = dir / "mnist-12-int8.onnx";
+  Tensor input = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
+  runtime::RunnerOptions ropts;  // no profiler
+  ropts.device = "npu0pe0";
+  auto runner = runtime::create_runner(model, ropts);  // created before any scope
+  auto count = [](const profiler::Profiler& p, const char* name) {
+    const auto spans = p.records();
+    return std::count_if(spans.begin(), spans.end(), [&](const auto& s) { return s.name == name; });
+  };
+  auto outer = std::make_shared<profiler::Profiler>();
+  auto inner = std::make_shared<profiler::Profiler>();
+  runner->run({input});  // no scope: not recorded anywhere
+  {
+    profiler::ProfileScope scope(outer);
+    CHECK(profiler::active_profiler() == outer);
+    runner->run({input});
+    {
+      auto record = scope.profiler().record("trace");
+      runner->run({input});
+    }
+    {
+      profiler::ProfileScope nested(inner);  // the innermost scope wins
+      CHECK(profiler::active_profiler() == inner);
+      runner->run({input});
+      runtime::QueueOptions q;  // a queue created inside the scope records too
+      q.device = "npu0pe1";
+      auto [submitter, receiver] = runtime::create_queue(model, q);
+      submitter.submit({input}, 1);
+      CHECK(receiver.recv(std::chrono::seconds(30)).value().size() == 1);
+    }
+    runner->run({input});
+  }
+  CHECK(profiler::active_profiler() == profiler::process_profiler());
+  runner->run({input});  // closed: not recorded
+  CHECK(count(*outer, "Inference") == 3);
+  CHECK(count(*outer, "trace") == 1);
+  CHECK(count(*outer, "Execution") == 3);
+  CHECK(count(*inner, "Inference") == 2);
+  CHECK(count(*inner, "Compile") == 1);  // the queue was compiled inside the scope
+  check_tree(outer->records());
+  check_tree(inner->records());
+  CHECK_THROWS_AS(profiler::ProfileScope(nullptr), std::invalid_argument);
+}
