@@ -151,6 +151,20 @@ std::int64_t argmax_row(const Tensor& t, std::int64_t n, std::int64_t classes) {
   return best;
 }
 
+// The profiler of --trace / --report. With FURIOSA_PROFILER_OUTPUT_PATH also set, it is the
+// process profiler, so both files are written from the same spans: --trace's Chrome trace now,
+// the variable's file (CSV when it ends in .csv) at exit. Null when neither option is given (the
+// runtime then still uses the variable's profiler by itself).
+std::shared_ptr<profiler::Profiler> make_profiler(const Args& a) {
+  if (a.trace.empty() && a.report.empty()) return nullptr;
+  if (auto env = profiler::process_profiler()) {
+    fmt::print("profiler: recording for --trace/--report and FURIOSA_PROFILER_OUTPUT_PATH ({}); both are written\n",
+               env->options().output_path.string());
+    return env;
+  }
+  return std::make_shared<profiler::Profiler>();
+}
+
 // After the runner is closed: prints the inference summary and writes the trace (--trace), and
 // prints the selected report (--report).
 void finish_trace(const std::shared_ptr<profiler::Profiler>& prof, const Args& a) {
@@ -292,13 +306,8 @@ int run(Args a) {
   }
   const bool default_model = a.model.empty();
   if (default_model) a.model = (kModelsDir / "fashion_mnist_int8.onnx").string();
-  if (a.bench) {
-    std::shared_ptr<profiler::Profiler> prof;
-    if (!a.trace.empty() || !a.report.empty()) prof = std::make_shared<profiler::Profiler>();
-    return run_benchmark(a, prof);
-  }
-  std::shared_ptr<profiler::Profiler> prof;
-  if (!a.trace.empty() || !a.report.empty()) prof = std::make_shared<profiler::Profiler>();
+  const std::shared_ptr<profiler::Profiler> prof = make_profiler(a);
+  if (a.bench) return run_benchmark(a, prof);
   const Backend backend = make_backend(a);
   runtime::RunnerOptions opts;
   use_backend(backend, opts);

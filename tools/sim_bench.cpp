@@ -45,10 +45,10 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Nearest-rank percentile (the project's one rule, profiler/statistics.h) of unsorted `v`.
+// Percentile by linear interpolation (the project's one rule, profiler/statistics.h) of unsorted `v`.
 double percentile(std::vector<double> v, std::uint64_t permille) {
   std::sort(v.begin(), v.end());
-  return profiler::nearest_rank<double>(v, permille);
+  return profiler::percentile<double>(v, permille);
 }
 double median(const std::vector<double>& v) { return percentile(v, 500); }
 

@@ -18,10 +18,6 @@ ExecutionKey key_of(const SpanRecord& s) noexcept {
 
 }  // namespace
 
-bool is_runtime_operator(std::string_view name) noexcept {
-  return name == "Quantize" || name == "Dequantize" || name == "Lower" || name == "Unlower";
-}
-
 std::vector<ExecutionWindow> execution_windows(const std::vector<SpanRecord>& spans) {
   std::map<ExecutionKey, std::vector<const SpanRecord*>> loads, stores;
   // (trace hi, trace lo, parent span id) -> summed kernel time

@@ -18,10 +18,6 @@ inline constexpr std::string_view kStoreSpan = "Store";
 /// The simulator's explicit host overrun after an execution's modelled end (not an operator).
 inline constexpr std::string_view kOverrunSpan = "SimOverrun";
 
-/// True for the runtime's own host operators (Quantize, Dequantize, Lower, Unlower); the other
-/// host spans with an operator_index are external (CPU fallback) operators.
-bool is_runtime_operator(std::string_view name) noexcept;
-
 /// One device execution: its Execution span and the window it occupies on the device.
 struct ExecutionWindow {
   std::size_t execution = 0;   ///< index of the Execution span in the analysed vector

@@ -19,6 +19,10 @@
 //   - NPU spans: process pid 100 + card named "NPU<card>" (card < 0 is shown as card 0), one
 //     thread track per PE, tid = pe_index + 1 named "PE <pe_index>" (tid 0 "Device" when the span
 //     has no PE), so each PE gets its own track.
+//   - The simulator's host lateness (SimOverrun spans: from the modelled Store end to the time
+//     the host finished computing the execution) goes to a track of its own per PE,
+//     tid = 1000 + pe_index + 1 named "PE <pe_index> host lateness": it is host time, and the
+//     modelled device may already run the next execution during it.
 //   - Overflow lanes: slices on one track must nest (a viewer draws a partial overlap wrongly).
 //     A span that would partially overlap an open span of its track (e.g. two Inference spans in
 //     flight from one submitting thread, whose ends are recorded by workers) goes to the first
@@ -29,7 +33,13 @@
 //   keep span order, so a parent precedes the children starting with it).
 //
 // Spans: one complete event ("ph":"X") each, with "name", "cat" ("Runtime"/"NPU"), "ts", "dur"
-// (a negative duration is clamped to 0), "pid", "tid" and "args":
+// (a negative duration is clamped to 0), "pid", "tid" and "args".
+// Nesting survives the conversion to microseconds: "ts" is the double nearest to start/1000 and
+// "dur" is chosen (within a few ulps of dur/1000) so that ts + dur, added in double precision as
+// viewers do, is exactly the double nearest to end/1000. Rounding to nearest is monotonic, so a
+// child ending at or before its parent's end (in ns) also does so in the viewer's arithmetic, and
+// a slice starting at or after its sibling's end does not overlap it; reading the values back
+// with llround(x * 1000) gives the ns exactly. The args are:
 //   trace_id (32 hex digits), span_id and parent_span_id (16 hex digits each, as strings: the
 //   64-bit ids would lose precision as JSON numbers in JavaScript viewers), thread.id (number),
 //   and when >= 0: card (NPU spans), pe_index, execution_index, instruction_index,
@@ -53,6 +63,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -83,10 +94,12 @@ struct Track {
 /// Card index used for the track of an NPU span (unknown cards are shown as card 0).
 int card_of(const SpanRecord& span) noexcept { return span.card >= 0 ? span.card : 0; }
 
-/// Base track of a span: host thread for Runtime spans, card and PE for NPU spans.
+/// Base track of a span: host thread for Runtime spans, card and PE for NPU spans, the PE's
+/// host-lateness track for SimOverrun spans.
 Track base_track_of(const SpanRecord& span) noexcept {
   if (span.cat == Category::NPU) {
-    const std::int64_t tid = span.pe_index >= 0 ? std::int64_t{span.pe_index} + 1 : 0;
+    std::int64_t tid = span.pe_index >= 0 ? std::int64_t{span.pe_index} + 1 : 0;
+    if (span.name == kOverrunSpan) tid += kLatenessTidBase;
     return Track{kNpuPidBase + card_of(span), tid};
   }
   return Track{kHostPid, static_cast<std::int64_t>(span.thread_id)};
@@ -123,6 +136,20 @@ std::vector<Track> assign_tracks(const std::vector<SpanRecord>& spans) {
 /// ns relative to the base -> the format's microseconds, keeping the ns fraction.
 double to_us(std::int64_t ns) noexcept { return static_cast<double>(ns) / 1000.0; }
 
+/// The "dur" (us) of a slice starting at `ts_us` = to_us(start_ns) and lasting `dur_ns` >= 0:
+/// a double d within rounding of dur_ns / 1000 for which ts_us + d (double addition, as viewers
+/// compute a slice's end) is exactly end_us = to_us(start_ns + dur_ns). d = end_us - ts_us is
+/// exact when end_us <= 2 ts_us (Sterbenz), and then ts_us + d == end_us; otherwise d >= end_us / 2,
+/// so one ulp of d moves the sum by at most an ulp and a few nextafter steps reach end_us.
+/// llround(d * 1000) == dur_ns still (the error is far below 0.5 ns).
+double exact_dur_us(double ts_us, std::int64_t start_ns, std::int64_t dur_ns) noexcept {
+  const double end_us = to_us(start_ns + dur_ns);
+  double d = end_us - ts_us;
+  for (int i = 0; i < 64 && ts_us + d < end_us; ++i) d = std::nextafter(d, end_us);
+  for (int i = 0; i < 64 && ts_us + d > end_us; ++i) d = std::nextafter(d, 0.0);
+  return d;
+}
+
 /// A 64-bit id as 16 lowercase hex digits.
 std::string hex16(std::uint64_t v) { return fmt::format("{:016x}", v); }
 
@@ -141,7 +168,10 @@ std::string track_name(const Track& track) {
     const std::string given = thread_name(static_cast<std::uint64_t>(tid));
     name = given.empty() ? fmt::format("Thread {}", tid) : fmt::format("{} (thread {})", given, tid);
   } else {
-    name = tid > 0 ? fmt::format("PE {}", tid - 1) : std::string("Device");
+    const bool lateness = tid >= kLatenessTidBase;
+    const std::int64_t pe_tid = lateness ? tid - kLatenessTidBase : tid;
+    name = pe_tid > 0 ? fmt::format("PE {}", pe_tid - 1) : std::string("Device");
+    if (lateness) name += " host lateness";
   }
   if (lane > 0) name += fmt::format(" (overlap {})", lane);
   return name;
@@ -304,12 +334,14 @@ json chrome_trace_document(std::vector<SpanRecord> spans, const TraceInfo& info)
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const SpanRecord& span = spans[i];
     const Track& track = tracks[i];
-    const double ts = to_us(span.start_ns - base_ns);
+    const std::int64_t rel_start = span.start_ns - base_ns;
+    const double ts = to_us(rel_start);
+    const double dur = exact_dur_us(ts, rel_start, drawn_end(span) - span.start_ns);
     timed.push_back(TimedEvent{span.start_ns, json{{"ph", "X"},
                                                    {"name", span.name},
                                                    {"cat", category_name(span.cat)},
                                                    {"ts", ts},
-                                                   {"dur", to_us(drawn_end(span) - span.start_ns)},
+                                                   {"dur", dur},
                                                    {"pid", track.pid},
                                                    {"tid", track.tid},
                                                    {"args", span_args(span)}}});

@@ -21,6 +21,10 @@ inline constexpr int kNpuPidBase = 100;
 /// A span that would overlap without nesting on its track goes to an overflow lane: tid + k *
 /// kLaneTidStride for lane k >= 1.
 inline constexpr std::int64_t kLaneTidStride = 100'000;
+/// The simulator's host lateness (SimOverrun spans) of PE p is drawn on its own track of the
+/// card's process, tid kLatenessTidBase + p + 1 ("PE <p> host lateness"), not on the PE's track:
+/// a lateness interval may overlap the next execution that the modelled device already started.
+inline constexpr std::int64_t kLatenessTidBase = 1'000;
 
 /// What the document says about the recording besides the spans (otherData).
 struct TraceInfo {

@@ -3,6 +3,7 @@
 #include "furiosa/profiler/profiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <new>
 #include <random>
+#include <stdexcept>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -394,6 +396,52 @@ std::shared_ptr<Profiler> process_profiler() {
                   path);
   });
   return process_profiler_slot();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ProfileScope
+
+namespace {
+
+/// The open profiling scopes, oldest first. Guarded by mutex(); count() mirrors the size so
+/// active_profiler() need not lock when no scope is open (the common, untraced case).
+struct ScopeStack {
+  std::mutex mu;
+  std::vector<std::pair<const ProfileScope*, std::shared_ptr<Profiler>>> scopes;
+  std::atomic<std::size_t> count{0};
+};
+
+ScopeStack& scope_stack() {
+  static ScopeStack* stack = new ScopeStack();  // never destroyed: usable during static teardown
+  return *stack;
+}
+
+}  // namespace
+
+ProfileScope::ProfileScope(std::shared_ptr<Profiler> profiler) : profiler_(std::move(profiler)) {
+  if (!profiler_) throw std::invalid_argument("ProfileScope: null profiler");
+  ScopeStack& stack = scope_stack();
+  std::lock_guard lock(stack.mu);
+  stack.scopes.emplace_back(this, profiler_);
+  stack.count.store(stack.scopes.size(), std::memory_order_relaxed);
+}
+
+ProfileScope::~ProfileScope() {
+  ScopeStack& stack = scope_stack();
+  std::lock_guard lock(stack.mu);
+  const auto it = std::find_if(stack.scopes.begin(), stack.scopes.end(),
+                               [this](const auto& entry) { return entry.first == this; });
+  if (it != stack.scopes.end()) stack.scopes.erase(it);
+  stack.count.store(stack.scopes.size(), std::memory_order_relaxed);
+}
+
+std::shared_ptr<Profiler> active_profiler() {
+  ScopeStack& stack = scope_stack();
+  if (stack.count.load(std::memory_order_relaxed) != 0) {
+    std::lock_guard lock(stack.mu);
+    if (!stack.scopes.empty()) return stack.scopes.back().second;
+  }
+  return process_profiler();
 }
 
 // ---------------------------------------------------------------------------------------------

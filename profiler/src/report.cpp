@@ -94,31 +94,37 @@ InferenceSummary summarize_inferences(const std::vector<SpanRecord>& spans) {
   long double sum = 0;  // exact for any realistic count of ns durations
   for (const std::int64_t d : durations) sum += static_cast<long double>(d);
   summary.mean_ns = static_cast<double>(sum / static_cast<long double>(durations.size()));
-  summary.median_ns = nearest_rank<std::int64_t>(durations, 500);
-  summary.p90_ns = nearest_rank<std::int64_t>(durations, 900);
-  summary.p95_ns = nearest_rank<std::int64_t>(durations, 950);
-  summary.p97_ns = nearest_rank<std::int64_t>(durations, 970);
-  summary.p99_ns = nearest_rank<std::int64_t>(durations, 990);
-  summary.p999_ns = nearest_rank<std::int64_t>(durations, 999);
+  summary.median_ns = percentile<std::int64_t>(durations, 500);
+  summary.p90_ns = percentile<std::int64_t>(durations, 900);
+  summary.p95_ns = percentile<std::int64_t>(durations, 950);
+  summary.p97_ns = percentile<std::int64_t>(durations, 970);
+  summary.p99_ns = percentile<std::int64_t>(durations, 990);
+  summary.p999_ns = percentile<std::int64_t>(durations, 999);
   return summary;
 }
 
 std::string format_summary(const InferenceSummary& summary) {
-  std::string out = fmt::format("Inference count: {}\n", summary.count);
+  constexpr std::string_view kRule = "================================================\n";
+  std::string out;
+  out += kRule;
+  out += "  Inference Results Summary\n";
+  out += kRule;
+  const auto line = [&out](std::string_view label, auto value) {
+    fmt::format_to(std::back_inserter(out), "{:<32}: {}\n", label, value);
+  };
+  line("Inference counts", summary.count);
   if (summary.count == 0) return out;  // no latencies to show
-  fmt::format_to(std::back_inserter(out),
-                 "min: {} ns\n"
-                 "max: {} ns\n"
-                 "mean: {:.1f} ns\n"
-                 "median: {} ns\n"
-                 "p90: {} ns\n"
-                 "p95: {} ns\n"
-                 "p97: {} ns\n"
-                 "p99: {} ns\n"
-                 "p99.9: {} ns\n",
-                 summary.min_ns, summary.max_ns, summary.mean_ns, summary.median_ns,
-                 summary.p90_ns, summary.p95_ns, summary.p97_ns, summary.p99_ns,
-                 summary.p999_ns);
+  line("Min latency (ns)", summary.min_ns);
+  line("Max latency (ns)", summary.max_ns);
+  // Rounded down to whole ns like the percentiles (durations are >= 0 in practice; a negative
+  // mean is truncated toward zero).
+  line("Mean latency (ns)", static_cast<std::int64_t>(summary.mean_ns));
+  line("Median latency (ns)", summary.median_ns);
+  line("90.0 percentile latency (ns)", summary.p90_ns);
+  line("95.0 percentile latency (ns)", summary.p95_ns);
+  line("97.0 percentile latency (ns)", summary.p97_ns);
+  line("99.0 percentile latency (ns)", summary.p99_ns);
+  line("99.9 percentile latency (ns)", summary.p999_ns);
   return out;
 }
 
@@ -218,9 +224,7 @@ std::vector<ExternalOperatorRow> external_operator_report(const std::vector<Span
   std::vector<ExternalOperatorRow> rows;
   for (const std::size_t i : in_span_order(spans)) {
     const SpanRecord& s = spans[i];
-    if (s.cat != Category::Runtime || s.operator_index < 0 || detail::is_runtime_operator(s.name)) {
-      continue;
-    }
+    if (s.cat != Category::Runtime || s.operator_index < 0) continue;
     rows.push_back(
         ExternalOperatorRow{s.trace_id, s.span_id, s.thread_id, s.name, s.operator_index,
                             s.dur_ns()});

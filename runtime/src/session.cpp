@@ -1,7 +1,7 @@
 // Session: compile, open the devices, and run inferences through staged executors.
 //
 // One inference (DESIGN.md "One inference, end to end"; docs/design.md "Runtime"):
-//   submitting thread:   span Inference starts (root of a new trace, or under a record scope)
+//   submitting thread:   span Inference starts (a new trace; its parent is the open record scope)
 //   host stage (worker): host operators up to an NPU call (Quantize, Lower, external
 //                        operators), then Enqueue on the least loaded device; the worker is free
 //   fence-wait executor: the fence's callback wakes it; device spans Load/Execution/kernels/Store
@@ -92,7 +92,10 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
   if (config.worker_num < 1) {
     throw Error(ErrorCode::InvalidArgument, fmt::format("worker_num must be >= 1, got {}", config.worker_num));
   }
-  profiler_ = config.profiler ? config.profiler : profiler::process_profiler();
+  // A profiler given in the options records everything; otherwise each inference records into
+  // the profiler active when it starts (an open profiler::ProfileScope, else
+  // FURIOSA_PROFILER_OUTPUT_PATH's), as the SDK's `with profile(...)` attaches to every session.
+  profiler_ = config.profiler;
   // Device spec precedence: explicit > FURIOSA_DEVICES > NPU_DEVNAME > warboy(2)*1.
   // Backend: a given driver, else by name / FURIOSA_BACKEND / card presence.
   device::Driver* chosen = config.driver;
@@ -114,13 +117,19 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
   }
   const std::vector<device::DeviceFile> files = device::resolve_device_spec(spec, cards);
   {
-    profiler::ScopedSpan compile_span(profiler_.get(), "Compile", {});
+    const std::shared_ptr<profiler::Profiler> compile_profiler = profiler_ ? profiler_ : profiler::active_profiler();
+    profiler::ScopedSpan compile_span(compile_profiler.get(), "Compile", {});
     compiler::CompilerOptions copts = config.compiler_config;
     copts.pe_count = files.front().pe_count();
     copts.batch_size = config.batch_size;
     compiled_ = compiler::compile(std::move(graph), copts);
   }
   model_ = model_of(compiled_);
+  host_operator_index_.reserve(compiled_.steps.size());
+  std::int32_t host_ops = 0;
+  for (const compiler::Step& step : compiled_.steps) {
+    host_operator_index_.push_back(step.kind == compiler::Step::Kind::Cpu ? host_ops++ : -1);
+  }
   for (const auto& file : files) {
     auto slot = std::make_unique<DeviceSlot>();
     slot->device = driver.open(file);  // DeviceBusy / DeviceNotFound name the file
@@ -191,7 +200,8 @@ struct Session::Request {
   std::shared_ptr<const std::vector<Tensor>> inputs;
   Completion done;
   std::function<void()> on_start;
-  profiler::Profiler* profiler = nullptr;
+  profiler::Profiler* profiler = nullptr;  ///< where this inference's spans go (when traced)
+  std::shared_ptr<profiler::Profiler> profiler_owner;  ///< keeps `profiler` alive until completion
   bool traced = false;
   profiler::SpanRecord span;               ///< the Inference span (recorded at completion)
   std::unique_ptr<Buffers> buffers;        ///< leased from the session's pool while in flight
@@ -211,14 +221,17 @@ void Session::execute_async(std::shared_ptr<const std::vector<Tensor>> inputs, C
   req->done = std::move(done);
   req->on_start = std::move(on_start);
   // The Inference span: started here, recorded when the request completes.
-  req->profiler = profiler_.get();
-  req->traced = req->profiler && req->profiler->is_recording();
+  std::shared_ptr<profiler::Profiler> prof_owner = profiler_ ? profiler_ : profiler::active_profiler();
+  req->traced = prof_owner && prof_owner->is_recording();
   if (req->traced) {
+    req->profiler = prof_owner.get();
+    req->profiler_owner = std::move(prof_owner);
     profiler::Profiler* prof = req->profiler;
-    // Under the thread's open record("label") scope when there is one, else a new trace.
+    // Every inference is a trace of its own (as in FuriosaAI's profiler); inside the thread's
+    // open record("label") scope its parent_span_id is the scope's span (which stays in the
+    // scope's own trace), else it is a root.
     const profiler::SpanContext scope = prof->current_context();
-    const profiler::SpanContext parent = scope.valid() ? scope : prof->new_trace();
-    req->span.trace_id = parent.trace_id;
+    req->span.trace_id = prof->new_trace().trace_id;
     req->span.parent_span_id = scope.valid() ? scope.span_id : 0;
     req->span.span_id = prof->next_span_id();
     req->span.name = "Inference";
@@ -258,7 +271,7 @@ void Session::host_stage(std::shared_ptr<Request> req) {
         submit_npu(req, step.npu);
         return;
       }
-      run_cpu(step.cpu, *req->buffers, ctx);
+      run_cpu(req->next_step, step.cpu, *req->buffers, req->traced ? req->profiler : nullptr, ctx);
       ++req->next_step;
     }
   } catch (...) {
@@ -280,8 +293,9 @@ void Session::submit_npu(const std::shared_ptr<Request>& req, int index) {
   const profiler::SpanContext ctx = req->traced ? req->context() : profiler::SpanContext{};
   std::shared_ptr<device::Fence> fence;
   try {
-    req->flow_id = profiler_ && ctx.valid() ? profiler_->next_flow_id() : 0;
-    profiler::ScopedSpan enqueue(ctx.valid() ? profiler_.get() : nullptr, "Enqueue", ctx);
+    profiler::Profiler* prof = ctx.valid() ? req->profiler : nullptr;
+    req->flow_id = prof != nullptr ? prof->next_flow_id() : 0;
+    profiler::ScopedSpan enqueue(prof, "Enqueue", ctx);
     enqueue.record().flow_id = req->flow_id;
     fence = dev.device->submit(*dev.programs[static_cast<std::size_t>(index)], std::move(dev_in),
                                std::move(dev_out));
@@ -315,7 +329,7 @@ void Session::fence_stage(std::shared_ptr<Request> req) {
   std::exception_ptr error = fence->error();
   if (!error) {
     try {
-      if (req->traced) record_npu_spans(dev, fence->timing(), req->context(), req->flow_id);
+      if (req->traced) record_npu_spans(*req->profiler, dev, fence->timing(), req->context(), req->flow_id);
     } catch (...) {
       error = std::current_exception();
     }
@@ -364,14 +378,14 @@ Session::DeviceSlot& Session::pick_device() {
   return *best;
 }
 
-void Session::record_npu_spans(const DeviceSlot& dev, const device::ExecutionTiming& t,
+void Session::record_npu_spans(profiler::Profiler& prof, const DeviceSlot& dev, const device::ExecutionTiming& t,
                                const profiler::SpanContext& parent, std::uint64_t flow_id) {
-  if (!profiler_ || !profiler_->is_recording() || !parent.valid()) return;
+  if (!prof.is_recording() || !parent.valid()) return;
   const auto& file = dev.device->file();
   auto npu = [&](std::string name, std::int64_t s, std::int64_t e, std::uint64_t parent_id) {
     profiler::SpanRecord r;
     r.trace_id = parent.trace_id;
-    r.span_id = profiler_->next_span_id();
+    r.span_id = prof.next_span_id();
     r.parent_span_id = parent_id;
     r.name = std::move(name);
     r.cat = profiler::Category::NPU;
@@ -382,31 +396,33 @@ void Session::record_npu_spans(const DeviceSlot& dev, const device::ExecutionTim
     r.execution_index = static_cast<std::int64_t>(t.execution_index);
     return r;
   };
-  profiler_->record(npu("Load", t.load_start_ns, t.load_end_ns, parent.span_id));
+  prof.record(npu("Load", t.load_start_ns, t.load_end_ns, parent.span_id));
   auto exec = npu("Execution", t.exec_start_ns, t.exec_end_ns, parent.span_id);
   exec.flow_id = flow_id;
   exec.cycles = static_cast<std::int64_t>(t.kernel_cycles);
   const std::uint64_t exec_id = exec.span_id;
-  profiler_->record(std::move(exec));
+  prof.record(std::move(exec));
   for (const auto& k : t.kernels) {
     auto r = npu(std::string(isa::kernel_name(k.kind)), k.start_ns, k.end_ns, exec_id);
     r.operator_index = k.operator_index;
     r.instruction_index = k.instruction_index;
     r.cycles = static_cast<std::int64_t>(k.cycles);
-    profiler_->record(std::move(r));
+    prof.record(std::move(r));
   }
-  profiler_->record(npu("Store", t.store_start_ns, t.store_end_ns, parent.span_id));
+  prof.record(npu("Store", t.store_start_ns, t.store_end_ns, parent.span_id));
   // The backend's own spans of this execution (e.g. the simulator's SimOverrun), as it named them.
   for (const auto& extra : t.backend_spans) {
-    profiler_->record(npu(extra.name, extra.start_ns, extra.end_ns, parent.span_id));
+    prof.record(npu(extra.name, extra.start_ns, extra.end_ns, parent.span_id));
   }
 }
 
-void Session::run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx) {
-  const std::string name = op.kind == compiler::CpuOpKind::External ? op.node->op_type
-                                                                    : std::string(compiler::cpu_op_name(op.kind));
-  profiler::ScopedSpan span(ctx.valid() ? profiler_.get() : nullptr, name, ctx);
-  span.record().operator_index = op.operator_index;
+void Session::run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, profiler::Profiler* prof,
+                      const profiler::SpanContext& ctx) {
+  profiler::ScopedSpan span(ctx.valid() ? prof : nullptr,
+                            op.kind == compiler::CpuOpKind::External ? std::string_view(op.node->op_type)
+                                                                     : compiler::cpu_op_name(op.kind),
+                            ctx);
+  span.record().operator_index = host_operator_index_[step];
   if (op.kind != compiler::CpuOpKind::External) {
     const int in = op.inputs.at(0), out = op.outputs.at(0);
     run_host_step(op, compiled_.slots[static_cast<std::size_t>(in)], b.readable(in),

@@ -85,13 +85,24 @@ class Session {
   DeviceSlot& pick_device();
   /// Submits NPU call `index` of `req` (Enqueue span) and arranges for fence_stage.
   void submit_npu(const std::shared_ptr<Request>& req, int index);
-  void run_cpu(const compiler::CpuOp& op, Buffers& b, const profiler::SpanContext& ctx);
-  void record_npu_spans(const DeviceSlot& dev, const device::ExecutionTiming& t,
+  /// Runs host operator `op` (step `step` of compiled_.steps) under a span named after it whose
+  /// operator_index is host_operator_index_[step].
+  void run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, profiler::Profiler* prof,
+               const profiler::SpanContext& ctx);
+  /// Records the device spans of one execution (Load, Execution, kernels, Store, backend spans)
+  /// into `prof` under `parent`.
+  void record_npu_spans(profiler::Profiler& prof, const DeviceSlot& dev, const device::ExecutionTiming& t,
                         const profiler::SpanContext& parent, std::uint64_t flow_id);
 
   compiler::CompiledModel compiled_;
+  /// Per step of compiled_.steps: for a host step, its position among the model's host
+  /// operators in execution order (0..N-1: Quantize, Lower, fallback operators, Unlower,
+  /// Dequantize, as FuriosaAI's profiler numbers them in operator_index); -1 for an NPU step.
+  std::vector<std::int32_t> host_operator_index_;
   Model model_;
   std::string backend_;
+  /// The profiler given in the options (records every inference); null = the active one per
+  /// inference (profiler::active_profiler()).
   std::shared_ptr<profiler::Profiler> profiler_;
   std::vector<std::unique_ptr<DeviceSlot>> devices_;
   /// Host stage workers (worker_num threads).

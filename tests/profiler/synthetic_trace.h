@@ -89,7 +89,7 @@ inline std::vector<SpanRecord> synthetic_trace(int inferences, std::int64_t t0 =
     for (int n = 0; n < 3; ++n) {
       SpanRecord kr = npu(kernels[n], k, k + jitter(n == 2 ? 3'000 : 30'000), exec.span_id);
       kr.instruction_index = n;
-      kr.operator_index = 2 + n;
+      kr.operator_index = 10 + n;  // ONNX node index of the kernel
       kr.execution_index = -1;  // the runtime sets it on kernels too; tests both
       if (n != 1) kr.execution_index = exec.execution_index;
       k = kr.end_ns + jitter(200);  // gaps between kernels: Run < Execution
@@ -100,9 +100,10 @@ inline std::vector<SpanRecord> synthetic_trace(int inferences, std::int64_t t0 =
     store.end_ns = store.start_ns + jitter(4'000);
     t = store.end_ns + jitter(1'000);
 
-    stage("Softmax", 7, jitter(8'000));
-    stage("Unlower", 8, jitter(10'000));
-    stage("Dequantize", 9, jitter(15'000));
+    // Host operators are numbered 0..N-1 in execution order, as the runtime does.
+    stage("Softmax", 2, jitter(8'000));
+    stage("Unlower", 3, jitter(10'000));
+    stage("Dequantize", 4, jitter(15'000));
     inference.end_ns = t + jitter(500);
     clock = inference.end_ns + jitter(2'000);
 

@@ -67,8 +67,9 @@ TEST_CASE("inferences report = the Inference rows of the table", "[profiler][rep
   CHECK(s.count == 9);
   CHECK(s.min_ns == durations.front());
   CHECK(s.max_ns == durations.back());
-  CHECK(s.median_ns == durations[4]);  // ceil(0.5 * 9) = 5th
-  CHECK(s.p90_ns == durations[8]);     // ceil(8.1) = 9th
+  CHECK(s.median_ns == durations[4]);  // position 0.5 * 8 = 4: a rank, no interpolation
+  // position 0.9 * 8 = 7.2: 0.2 of the way from the 8th to the 9th, rounded down
+  CHECK(s.p90_ns == durations[7] + (durations[8] - durations[7]) * 2 / 10);
 }
 
 TEST_CASE("NPU executions report recomputed from Load, Store and kernel rows",
@@ -190,24 +191,30 @@ TEST_CASE("NPU operators report: average and count per kernel name", "[profiler]
   CHECK(rows[0].average_ns >= rows[1].average_ns);
 }
 
-TEST_CASE("external operators report: host operators other than the runtime's own",
+TEST_CASE("external operators report: every host operator execution, as the SDK lists them",
           "[profiler][report]") {
   const RecordTable table = recorded_table(5);
   const auto rows = external_operator_report(table.rows());
   const RecordTable expected = table.filter([](const SpanRecord& r) {
-    return r.cat == Category::Runtime && r.operator_index >= 0 && r.name != "Quantize" &&
-           r.name != "Dequantize" && r.name != "Lower" && r.name != "Unlower";
+    return r.cat == Category::Runtime && r.operator_index >= 0;
   });
   REQUIRE(rows.size() == expected.size());
-  REQUIRE(rows.size() == 5);
+  REQUIRE(rows.size() == 5 * 5);  // Quantize, Lower, Softmax (fallback), Unlower, Dequantize
+  const char* names[] = {"Quantize", "Lower", "Softmax", "Unlower", "Dequantize"};
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const SpanRecord& want = expected.rows()[i];
-    CHECK(rows[i].name == "Softmax");
+    CHECK(rows[i].name == names[i % 5]);
+    CHECK(rows[i].operator_index == static_cast<std::int32_t>(i % 5));  // execution order
     CHECK(rows[i].trace_id == want.trace_id);
     CHECK(rows[i].span_id == want.span_id);
     CHECK(rows[i].thread_id == want.thread_id);
-    CHECK(rows[i].operator_index == 7);
     CHECK(rows[i].dur_ns == want.end_ns - want.start_ns);
+  }
+  // Inference, Enqueue and the NPU kernels (which carry ONNX node indices) are not rows.
+  for (const auto& r : rows) {
+    CHECK(r.name != "Inference");
+    CHECK(r.name != "Enqueue");
+    CHECK(r.name.rfind("LowLevel", 0) != 0);
   }
 }
 

@@ -209,7 +209,7 @@ TEST_CASE("furiosa-trace prints the reports of a JSON and a CSV trace", "[profil
   CHECK(from_json.status == 0);
   CHECK(from_json.err.empty());
   CHECK(from_json.out == all);
-  CHECK_THAT(from_json.out, Catch::Contains("Inference count: 7"));
+  CHECK_THAT(from_json.out, Catch::Contains("Inference counts                : 7"));
 
   const Run from_csv = furiosa_trace("'" + csv_file.path().string() + "' --report all");
   CHECK(from_csv.status == 0);

@@ -3,12 +3,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
+#include <thread>
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/profiler/report.h"
+#include "furiosa/runtime/queue.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 
@@ -30,7 +35,9 @@ void check_tree(const std::vector<profiler::SpanRecord>& spans) {
     INFO("span " << s.name << " parent " << s.parent_span_id);
     REQUIRE(it != by_id.end());
     const auto& p = *it->second;
-    CHECK(p.trace_id == s.trace_id);
+    // Every inference is a trace of its own; only its record scope (its parent) is in another.
+    if (s.name == "Inference") CHECK(p.trace_id != s.trace_id);
+    else CHECK(p.trace_id == s.trace_id);
     CHECK(p.start_ns <= s.start_ns);
     CHECK(s.end_ns <= p.end_ns);
   }
@@ -163,4 +170,330 @@ TEST_CASE("inferences inside record(\"label\") are children of the record scope"
   CHECK(under_scope == 2);
   CHECK(roots == 1);
   check_tree(spans);
+  // Every inference has its own trace_id, also inside the scope, and every span of an inference
+  // (host operators, Enqueue, device spans) carries its inference's trace_id.
+  std::set<std::string> inference_traces;
+  std::map<std::uint64_t, profiler::TraceId> trace_of_span;
+  for (const auto& s : spans) trace_of_span[s.span_id] = s.trace_id;
+  for (const auto& s : spans) {
+    if (s.name == "Inference") CHECK(inference_traces.insert(s.trace_id.to_hex()).second);
+    if (s.name == "warm-up") CHECK(inference_traces.count(s.trace_id.to_hex()) == 0);
+  }
+  CHECK(inference_traces.size() == 3);
+  std::map<std::string, int> spans_per_trace;
+  for (const auto& s : spans) ++spans_per_trace[s.trace_id.to_hex()];
+  for (const auto& t : inference_traces) CHECK(spans_per_trace[t] > 5);
+}
+
+// ---- Chrome trace nesting on real traces -----------------------------------------------------
+
+namespace {
+
+/// One X event of a written Chrome trace, in the units a viewer sees.
+struct Slice {
+  std::string name;
+  int pid = 0;
+  std::int64_t tid = 0;
+  std::int64_t start_ns = 0, end_ns = 0;  ///< llround(ts * 1000), + llround(dur * 1000)
+  double ts_us = 0, end_us = 0;           ///< ts and ts + dur as a viewer adds them (double)
+  std::string span_id, parent_span_id;
+  std::uint64_t flow_id = 0;
+};
+
+std::vector<Slice> slices_of(const nlohmann::json& doc) {
+  std::vector<Slice> out;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    Slice s;
+    s.name = e.at("name");
+    s.pid = e.at("pid");
+    s.tid = e.at("tid");
+    const double ts = e.at("ts"), dur = e.at("dur");
+    s.start_ns = std::llround(ts * 1000.0);
+    s.end_ns = s.start_ns + std::llround(dur * 1000.0);
+    s.ts_us = ts;
+    s.end_us = ts + dur;
+    s.span_id = e.at("args").at("span_id");
+    s.parent_span_id = e.at("args").at("parent_span_id");
+    s.flow_id = e.at("args").value("flow_id", std::uint64_t{0});
+    out.push_back(s);
+  }
+  return out;
+}
+
+/// Checks what trace viewers need to draw every slice: on each (pid, tid) track the slices nest
+/// (none overlaps a sibling or outlives its enclosing slice), both in exact integer ns read back
+/// from the written ts/dur and in the double arithmetic (ts + dur) viewers use; every span ends
+/// no later than its parent span (parent_span_id) and starts no earlier; and every flow event
+/// lies inside the slice of its track that carries its flow id (the Enqueue for "s", the
+/// Execution for "f", which binds to it with "bp":"e"). Returns the slices.
+std::vector<Slice> check_chrome_nesting(const nlohmann::json& doc) {
+  std::vector<Slice> slices = slices_of(doc);
+  std::map<std::pair<int, std::int64_t>, std::vector<const Slice*>> tracks;
+  std::map<std::string, const Slice*> by_id;
+  for (const Slice& s : slices) {
+    tracks[{s.pid, s.tid}].push_back(&s);
+    by_id[s.span_id] = &s;
+  }
+  std::size_t track_violations = 0, parent_violations = 0;
+  for (auto& [track, list] : tracks) {
+    std::stable_sort(list.begin(), list.end(), [](const Slice* a, const Slice* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+    });
+    std::vector<const Slice*> open;  // enclosing slices, innermost last
+    for (const Slice* s : list) {
+      while (!open.empty() && open.back()->end_ns <= s->start_ns) {
+        // A closed sibling must also end at or before this start in the viewer's doubles.
+        if (open.back()->end_us > s->ts_us) {
+          ++track_violations;
+          UNSCOPED_INFO("double overlap on track " << track.first << "/" << track.second << ": "
+                                                   << open.back()->name << " ends after " << s->name
+                                                   << " starts");
+        }
+        open.pop_back();
+      }
+      if (!open.empty() && (s->end_ns > open.back()->end_ns || s->end_us > open.back()->end_us)) {
+        ++track_violations;
+        UNSCOPED_INFO("on track " << track.first << "/" << track.second << ": " << s->name << " ["
+                                  << s->start_ns << ", " << s->end_ns << "] outlives "
+                                  << open.back()->name << " [" << open.back()->start_ns << ", "
+                                  << open.back()->end_ns << "]");
+      }
+      open.push_back(s);
+    }
+  }
+  for (const Slice& s : slices) {
+    const auto it = by_id.find(s.parent_span_id);
+    if (it == by_id.end()) continue;
+    const Slice& p = *it->second;
+    if (s.start_ns < p.start_ns || s.end_ns > p.end_ns || s.end_us > p.end_us) {
+      ++parent_violations;
+      UNSCOPED_INFO(s.name << " [" << s.start_ns << ", " << s.end_ns << "] is not inside its parent "
+                           << p.name << " [" << p.start_ns << ", " << p.end_ns << "]");
+    }
+  }
+  CHECK(track_violations == 0);
+  CHECK(parent_violations == 0);
+
+  std::size_t flows = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    if (ph != "s" && ph != "f") continue;
+    ++flows;
+    const std::uint64_t id = e.at("id");
+    const double ts = e.at("ts");
+    const std::int64_t ts_ns = std::llround(ts * 1000.0);
+    if (ph == "f") CHECK(e.value("bp", "") == "e");
+    const auto& list = tracks[{e.at("pid").get<int>(), e.at("tid").get<std::int64_t>()}];
+    const bool bound = std::any_of(list.begin(), list.end(), [&](const Slice* s) {
+      return s->flow_id == id && s->start_ns <= ts_ns && ts_ns < s->end_ns && s->ts_us <= ts &&
+             ts < s->end_us && s->name == (ph == "s" ? "Enqueue" : "Execution");
+    });
+    INFO("flow " << ph << " id " << id);
+    CHECK(bound);
+  }
+  CHECK(flows > 0);
+  return slices;
+}
+
+nlohmann::json chrome_trace_of(const profiler::Profiler& prof) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("furiosa-nesting-{}.json", ::getpid());
+  prof.write_chrome_trace(file);
+  std::ifstream f(file);
+  auto doc = nlohmann::json::parse(f);
+  fs::remove(file);
+  return doc;
+}
+
+}  // namespace
+
+TEST_CASE("Chrome trace of a sync mnist-12-int8 run nests on every track after rounding",
+          "[trace][model][chrome]") {
+  auto prof = std::make_shared<profiler::Profiler>();
+  runtime::RunnerOptions opts;
+  opts.profiler = prof;
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  auto runner = runtime::create_runner(dir / "mnist-12-int8.onnx", opts);
+  Tensor input = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
+  for (int i = 0; i < 5; ++i) runner->run({input});
+  runner.reset();
+  const auto slices = check_chrome_nesting(chrome_trace_of(*prof));
+  // The kernels (LowLevelAdd is the last, ending with its Execution) are all there.
+  CHECK(std::count_if(slices.begin(), slices.end(), [](const Slice& s) { return s.name == "LowLevelAdd"; }) == 5);
+  CHECK(std::count_if(slices.begin(), slices.end(), [](const Slice& s) { return s.name == "Execution"; }) == 5);
+}
+
+TEST_CASE("Chrome trace of an async MobileNetV2 run: lateness on its own track, PE tracks nest",
+          "[trace][model][chrome]") {
+  auto prof = std::make_shared<profiler::Profiler>();
+  runtime::QueueOptions opts;
+  opts.profiler = prof;
+  opts.worker_num = 2;
+  const auto model = test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx");
+  {
+    auto [submitter, receiver] = runtime::create_queue(model, opts);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uni(0.f, 1.f);
+    Tensor input(DType::Float32, {1, 3, 224, 224});
+    for (float& v : input.as<float>()) v = uni(rng);
+    std::thread feeder([&, &submitter = submitter] {
+      for (int i = 0; i < 8; ++i) submitter.submit({input}, i);
+    });
+    for (int i = 0; i < 8; ++i) CHECK(receiver.recv(std::chrono::seconds(60)).value().size() == 1);
+    feeder.join();
+  }
+  const nlohmann::json doc = chrome_trace_of(*prof);
+  const auto slices = check_chrome_nesting(doc);
+  CHECK(std::count_if(slices.begin(), slices.end(), [](const Slice& s) { return s.name == "Execution"; }) == 8);
+  // The PE tracks of the card need no overflow lane: the modelled device work nests, and the
+  // host lateness (SimOverrun) is drawn on "PE <p> host lateness", never on the PE's track.
+  std::map<std::int64_t, std::string> npu_tracks;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name" && e.at("pid").get<int>() >= 100) {
+      npu_tracks[e.at("tid").get<std::int64_t>()] = e.at("args").at("name");
+    }
+  }
+  for (const auto& [tid, name] : npu_tracks) {
+    INFO("NPU track " << tid << " " << name);
+    if (name.find("host lateness") == std::string::npos) CHECK(name.find("overlap") == std::string::npos);
+  }
+  for (const Slice& s : slices) {
+    if (s.pid < 100) continue;
+    const std::string& track = npu_tracks[s.tid];
+    INFO(s.name << " on " << track);
+    CHECK((s.name == "SimOverrun") == (track.find("host lateness") != std::string::npos));
+  }
+}
+
+// ---- external-operators report on real models ------------------------------------------------
+
+namespace {
+
+/// Runs `model` `n` times on generated inputs with a profiler and returns the
+/// external-operators rows (every host operator execution).
+std::vector<profiler::ExternalOperatorRow> external_rows(const fs::path& model, int n,
+                                                         std::vector<profiler::SpanRecord>* spans) {
+  auto prof = std::make_shared<profiler::Profiler>();
+  runtime::RunnerOptions opts;
+  opts.profiler = prof;
+  auto runner = runtime::create_runner(model, opts);
+  std::vector<Tensor> inputs;
+  for (const auto& d : runner->model().inputs) inputs.emplace_back(d.dtype, d.shape);  // zeros
+  for (int i = 0; i < n; ++i) runner->run(inputs);
+  runner.reset();
+  *spans = prof->records();
+  return profiler::external_operator_report(*spans);
+}
+
+/// The rows of each inference (by trace_id) number the host operators 0..N-1 in execution
+/// order, the same N operators with the same names for every inference; returns the names.
+std::vector<std::string> check_host_operator_rows(const std::vector<profiler::ExternalOperatorRow>& rows,
+                                                  const std::vector<profiler::SpanRecord>& spans,
+                                                  std::size_t inferences) {
+  std::map<std::string, std::vector<const profiler::ExternalOperatorRow*>> by_trace;
+  for (const auto& r : rows) by_trace[r.trace_id.to_hex()].push_back(&r);
+  REQUIRE(by_trace.size() == inferences);
+  // Each Inference span owns exactly one group.
+  std::size_t inference_spans = 0;
+  for (const auto& s : spans) {
+    if (s.name != "Inference") continue;
+    ++inference_spans;
+    CHECK(by_trace.count(s.trace_id.to_hex()) == 1);
+  }
+  CHECK(inference_spans == inferences);
+  std::vector<std::string> names;
+  for (const auto& [trace, list] : by_trace) {
+    std::vector<std::string> these;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      CHECK(list[i]->operator_index == static_cast<std::int32_t>(i));
+      CHECK(list[i]->dur_ns >= 0);
+      CHECK(list[i]->thread_id != 0);
+      these.push_back(list[i]->name);
+    }
+    if (names.empty()) names = these;
+    CHECK(these == names);
+  }
+  // Exactly the host spans with an operator_index: nothing else (Inference, Enqueue, NPU kernels).
+  const auto host_ops = std::count_if(spans.begin(), spans.end(), [](const profiler::SpanRecord& s) {
+    return s.cat == profiler::Category::Runtime && s.operator_index >= 0;
+  });
+  CHECK(rows.size() == static_cast<std::size_t>(host_ops));
+  CHECK_THAT(profiler::format_external_operators(rows),
+             Catch::StartsWith("trace_id                          span_id           thread.id  name"));
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("external-operators report on the SDK's MNIST TFLite model: every host operator, 0..N-1",
+          "[trace][model][report]") {
+  std::vector<profiler::SpanRecord> spans;
+  const auto rows = external_rows(
+      test::shared_model("furiosa-sdk/MNISTnet_uint8_quant/MNISTnet_uint8_quant.tflite"), 3, &spans);
+  const auto names = check_host_operator_rows(rows, spans, 3);
+  // Host Lower (NHWC input), Unlower before the fallback average pool, Lower back, then the
+  // fallback Softmax between a Dequantize and a Quantize, in execution order.
+  CHECK(names == std::vector<std::string>{"Lower", "Unlower", "QuantizedAveragePool", "Lower", "Dequantize",
+                                          "Softmax", "Quantize"});
+}
+
+TEST_CASE("external-operators report on MobileNetV2: Quantize 0 and Dequantize last",
+          "[trace][model][report]") {
+  std::vector<profiler::SpanRecord> spans;
+  const auto rows = external_rows(
+      test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx"), 2, &spans);
+  const auto names = check_host_operator_rows(rows, spans, 2);
+  REQUIRE(names.size() >= 2);
+  CHECK(names.front() == "Quantize");
+  CHECK(names.back() == "Dequantize");
+  CHECK(profiler::format_external_operators(rows) != "(no external operators)\n");
+}
+
+// ---- profiling scopes (the SDK's `with profile(...)`) ----------------------------------------
+
+TEST_CASE("a ProfileScope attaches to runners and queues given no profiler, while it is open",
+          "[trace][profile-scope]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path model = dir / "mnist-12-int8.onnx";
+  Tensor input = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
+  runtime::RunnerOptions ropts;  // no profiler
+  ropts.device = "npu0pe0";
+  auto runner = runtime::create_runner(model, ropts);  // created before any scope
+  auto count = [](const profiler::Profiler& p, const char* name) {
+    const auto spans = p.records();
+    return std::count_if(spans.begin(), spans.end(), [&](const auto& s) { return s.name == name; });
+  };
+  auto outer = std::make_shared<profiler::Profiler>();
+  auto inner = std::make_shared<profiler::Profiler>();
+  runner->run({input});  // no scope: not recorded anywhere
+  {
+    profiler::ProfileScope scope(outer);
+    CHECK(profiler::active_profiler() == outer);
+    runner->run({input});
+    {
+      auto record = scope.profiler().record("trace");
+      runner->run({input});
+    }
+    {
+      profiler::ProfileScope nested(inner);  // the innermost scope wins
+      CHECK(profiler::active_profiler() == inner);
+      runner->run({input});
+      runtime::QueueOptions q;  // a queue created inside the scope records too
+      q.device = "npu0pe1";
+      auto [submitter, receiver] = runtime::create_queue(model, q);
+      submitter.submit({input}, 1);
+      CHECK(receiver.recv(std::chrono::seconds(30)).value().size() == 1);
+    }
+    runner->run({input});
+  }
+  CHECK(profiler::active_profiler() == profiler::process_profiler());
+  runner->run({input});  // closed: not recorded
+  CHECK(count(*outer, "Inference") == 3);
+  CHECK(count(*outer, "trace") == 1);
+  CHECK(count(*outer, "Execution") == 3);
+  CHECK(count(*inner, "Inference") == 2);
+  CHECK(count(*inner, "Compile") == 1);  // the queue was compiled inside the scope
+  check_tree(outer->records());
+  check_tree(inner->records());
+  CHECK_THROWS_AS(profiler::ProfileScope(nullptr), std::invalid_argument);
 }

@@ -64,7 +64,7 @@ TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[too
   CHECK_THAT(r.out, Catch::Contains("Plus214_Output_0: float32 [1, 10] NC"));
   CHECK_THAT(r.out, Catch::Contains("device: npu0pe0-1"));
   CHECK_THAT(r.out, Catch::Contains("top-5: 1 ("));  // the first digit of the sample image is a 1
-  CHECK_THAT(r.out, Catch::Contains("Inference count: 1"));
+  CHECK_THAT(r.out, Catch::Contains("Inference counts                : 1"));
   const Tensor out = runtime::read_npy(tmp / "out/Plus214_Output_0.npy");
   CHECK(out.shape() == Shape{1, 10});
   CHECK(test::argmax(out) == 1);
@@ -197,6 +197,39 @@ TEST_CASE("FURIOSA_PROFILER_OUTPUT_PATH traces a run with no tracing option", "[
   CHECK(names.count("Inference") == 1);
   CHECK(names.count("Execution") == 1);
   CHECK(names.count("LowLevelConv2d") == 1);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("furiosa-run with FURIOSA_PROFILER_OUTPUT_PATH and --trace/--report writes both files",
+          "[tools][model][trace]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const fs::path tmp = scratch();
+  const std::string env = fmt::format("FURIOSA_PROFILER_OUTPUT_PATH='{}' ", (tmp / "env.csv").string());
+  const std::string cmd =
+      fmt::format("{}'{}' '{}' --input 'Input3={}' --trace '{}' --report external-operators 2>'{}'", env,
+                  FURIOSA_RUN_BINARY, (dir / "mnist-12-int8.onnx").string(),
+                  (dir / "test_data_set_0/input_0.pb").string(), (tmp / "trace.json").string(),
+                  (tmp / "stderr.txt").string());
+  const test::CommandResult c = test::run_command(cmd);
+  INFO(c.out);
+  REQUIRE(c.exit_code == 0);
+  // One line says that both are written, then both files hold the one inference.
+  CHECK_THAT(c.out, Catch::Contains("FURIOSA_PROFILER_OUTPUT_PATH"));
+  CHECK_THAT(c.out, Catch::Contains("both are written"));
+  CHECK_THAT(c.out, Catch::Contains("Inference counts                : 1"));
+  CHECK_THAT(c.out, Catch::Contains("Quantize"));  // the external-operators report
+  std::ifstream f(tmp / "trace.json");
+  const auto j = nlohmann::json::parse(f);
+  std::size_t inferences = 0;
+  for (const auto& e : j["traceEvents"]) inferences += e.value("name", "") == "Inference" && e["ph"] == "X";
+  CHECK(inferences == 1);
+  std::ifstream csv(tmp / "env.csv");
+  REQUIRE(csv.good());
+  const std::string text((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
+  std::size_t spans = 0;  // X events; metadata, flow and counter events are not spans
+  for (const auto& e : j["traceEvents"]) spans += e["ph"] == "X";
+  CHECK(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) == spans + 1);  // + header
+  CHECK_THAT(text, Catch::Contains(",Inference,"));
   fs::remove_all(tmp);
 }
 

@@ -191,11 +191,11 @@ BenchResult run_bench(const BenchOptions& o, const InputMaker& make_inputs) {
     double sum = 0;
     for (double v : lat) sum += v;
     r.mean_us = sum / static_cast<double>(lat.size());
-    r.p50_us = profiler::nearest_rank<double>(lat, 500);
-    r.p90_us = profiler::nearest_rank<double>(lat, 900);
-    r.p95_us = profiler::nearest_rank<double>(lat, 950);
-    r.p99_us = profiler::nearest_rank<double>(lat, 990);
-    r.p999_us = profiler::nearest_rank<double>(lat, 999);
+    r.p50_us = profiler::percentile<double>(lat, 500);
+    r.p90_us = profiler::percentile<double>(lat, 900);
+    r.p95_us = profiler::percentile<double>(lat, 950);
+    r.p99_us = profiler::percentile<double>(lat, 990);
+    r.p999_us = profiler::percentile<double>(lat, 999);
   }
   if (o.print) print_result(o, r);
   if (!o.json.empty()) {

@@ -95,8 +95,8 @@ class Profiler {
   [[nodiscard]] RecordScope record(std::string_view label);
 
   /// The innermost open record scope of this profiler on the calling thread as a parent
-  /// context; an empty SpanContext (start a new trace) when there is none. The runtime starts
-  /// its Inference span under it.
+  /// context; an empty SpanContext when there is none. The runtime makes it the parent
+  /// (parent_span_id) of its Inference span, which still gets a trace_id of its own.
   SpanContext current_context() const noexcept;
 
   /// All spans recorded so far, sorted by start time (times on the steady clock, see now_ns()).
@@ -157,6 +157,36 @@ class Profiler {
 /// otherwise null. Runtime sessions use it when no profiler is given, so any program traces
 /// without a code change.
 std::shared_ptr<Profiler> process_profiler();
+
+/// A profiling scope, the C++ form of the SDK's `with profile(...) as profiler:`. While it is
+/// alive, every runner and queue that was given no profiler of its own
+/// (RunnerOptions::profiler / QueueOptions::profiler null) records the inferences it starts
+/// into `profiler` -- also runners created before the scope opened: the profiler is looked up
+/// when each inference starts (see active_profiler()). Scopes nest; the innermost alive one wins.
+/// Thread-safe: may be opened and closed on any thread (a closed scope is removed wherever it
+/// sits in the stack). The scope keeps `profiler` alive; an inference started inside keeps it
+/// alive until it completes. Throws std::invalid_argument when `profiler` is null.
+class ProfileScope {
+ public:
+  explicit ProfileScope(std::shared_ptr<Profiler> profiler);
+  ~ProfileScope();
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+  /// The scope's profiler (record(), pause(), reports), as the SDK's `as profiler`.
+  Profiler& profiler() const noexcept { return *profiler_; }
+  /// The same, shared.
+  const std::shared_ptr<Profiler>& shared() const noexcept { return profiler_; }
+
+ private:
+  std::shared_ptr<Profiler> profiler_;
+};
+
+/// The profiler a runtime session records an inference into when it was given none: the
+/// innermost alive ProfileScope's, else process_profiler() (FURIOSA_PROFILER_OUTPUT_PATH), else
+/// null. Thread-safe. Cost when no scope is open: one relaxed atomic load plus process_profiler()
+/// (a call_once check and a shared_ptr copy); with a scope open, a mutex and a shared_ptr copy.
+std::shared_ptr<Profiler> active_profiler();
 
 /// RAII span: starts at construction, recorded at destruction (also on exceptions). Does nothing
 /// when `profiler` is null or not recording. Thread-compatible; use from one thread.

@@ -21,8 +21,9 @@ namespace furiosa::profiler {
 
 // ---- summary -------------------------------------------------------------------------------
 
-/// Latency distribution of the Inference spans, in ns. Percentiles use the nearest-rank method
-/// on the sorted durations (p = ceil(q * n)-th smallest); median is the 0.5 nearest rank.
+/// Latency distribution of the Inference spans, in ns. Percentiles (median = 50th) by linear
+/// interpolation between the closest ranks, rounded down to whole ns: percentile() in
+/// statistics.h, the method of FuriosaAI's profiler (numpy/pandas default quantile).
 struct InferenceSummary {
   std::uint64_t count = 0;
   std::int64_t min_ns = 0, max_ns = 0;
@@ -33,7 +34,13 @@ struct InferenceSummary {
 /// Summary of the spans named "Inference" among `spans`.
 InferenceSummary summarize_inferences(const std::vector<SpanRecord>& spans);
 
-/// Multi-line human-readable rendering of a summary (values in ns).
+/// The summary as FuriosaAI's `print_summary()` lays it out: a 48-'=' rule, the title
+/// "  Inference Results Summary", a rule, then one "<label padded to 32> : <value>" line each:
+/// `Inference counts`, `Min latency (ns)`, `Max latency (ns)`, `Mean latency (ns)`,
+/// `Median latency (ns)`, `90.0 percentile latency (ns)`, 95.0, 97.0, 99.0 and
+/// `99.9 percentile latency (ns)`. Values are whole ns; the mean is rounded down like the
+/// percentiles (the SDK prints 386095 for a mean of 386095.5). Without inferences only the
+/// count line follows the title.
 std::string format_summary(const InferenceSummary& summary);
 
 // ---- inferences ----------------------------------------------------------------------------
@@ -87,9 +94,11 @@ std::string format_npu_operators(const std::vector<NpuOperatorRow>& rows);
 
 // ---- external operators --------------------------------------------------------------------
 
-/// One host (CPU) operator of the model: a Runtime span with operator_index >= 0 whose name is
-/// not one of the runtime's own operators (Quantize, Dequantize, Lower, Unlower); the name is
-/// the ONNX op type.
+/// One execution of a host (CPU) operator of the model, as FuriosaAI's
+/// `print_external_operators()` lists them: every Runtime span with operator_index >= 0, i.e.
+/// the runtime's Quantize, Lower, Unlower, Dequantize and every fallback (external) operator,
+/// named by its ONNX op type. operator_index numbers the model's host operators 0..N-1 in
+/// execution order (set by the runtime, see docs/profiler.md).
 struct ExternalOperatorRow {
   TraceId trace_id;
   std::uint64_t span_id = 0;
@@ -99,7 +108,10 @@ struct ExternalOperatorRow {
   std::int64_t dur_ns = 0;
 };
 
+/// One row per host operator execution among `spans`, in span order (start time).
 std::vector<ExternalOperatorRow> external_operator_report(const std::vector<SpanRecord>& spans);
+/// Table with the columns trace_id, span_id, thread.id, name, operator_index, dur (ns);
+/// "(no external operators)" when there are none.
 std::string format_external_operators(const std::vector<ExternalOperatorRow>& rows);
 
 // ---- selection by name ---------------------------------------------------------------------

@@ -59,7 +59,10 @@ struct SessionOptions {
   std::int64_t batch_size = 1;
   /// Compiler options. batch_size and pe_count are set from the fields above and the device.
   compiler::CompilerOptions compiler_config;
-  /// Where spans go. Null means the FURIOSA_PROFILER_OUTPUT_PATH profiler, if that is set.
+  /// Where spans go: every inference of the session records into it. Null (the default) means
+  /// the profiler active when each inference starts: the innermost open
+  /// profiler::ProfileScope (the SDK's `with profile(...)`), else the
+  /// FURIOSA_PROFILER_OUTPUT_PATH profiler if that is set, else none.
   std::shared_ptr<profiler::Profiler> profiler;
   /// Backend by name ("sim", "pcie"); empty or "auto" means FURIOSA_BACKEND, else pcie when a
   /// Warboy card is present, else sim (device::select_backend). Ignored when `driver` is set.
