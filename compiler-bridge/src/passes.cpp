@@ -38,7 +38,9 @@ class Passes {
     apply_normalized_pixel_outputs();
     infer_shapes(g_, opt_);
     fold_constants();
+    expand_qlinear_elementwise();
     fuse_qdq_operators();
+    fuse_lookup_tables();
     fold_qdq_regions();
     remove_dead_nodes();
     infer_shapes(g_, opt_);
@@ -504,6 +506,231 @@ class Passes {
       g_.nodes[i] = std::move(fused);
       dead[static_cast<std::size_t>(cons[0])] = true;
       note_entry(q, "folded", g_.nodes[i].op_type, "QDQ group fused into " + g_.nodes[i].qualified_op());
+    }
+    compact(dead);
+  }
+
+  // ---- element-wise functions of one quantized tensor as 256-entry tables --------------------
+  // com.microsoft QLinearSigmoid / QLinearLeakyRelu / QLinearMul (ONNX Runtime's contrib ops,
+  // QOperator form) become their QDQ meaning, DequantizeLinear -> float op -> QuantizeLinear, so
+  // the table fusion below (or, for a product of two independent tensors, the host library)
+  // runs them with the float arithmetic of the contrib-operator documentation.
+  void expand_qlinear_elementwise() {
+    const std::size_t count = g_.nodes.size();
+    std::vector<bool> dead(count, false);
+    for (std::size_t i = 0; i < count; ++i) {
+      const Node n = g_.nodes[i];
+      if (n.domain != "com.microsoft") continue;
+      // (data, scale, zero point) input triples, then the output's scale and zero point.
+      std::vector<std::array<int, 3>> data;
+      std::array<int, 2> y{};
+      std::string float_op;
+      if (n.op_type == "QLinearSigmoid" || n.op_type == "QLinearLeakyRelu") {
+        if (n.inputs.size() < 4) continue;
+        data.push_back({n.inputs[0], n.inputs[1], n.inputs.size() > 2 ? n.inputs[2] : -1});
+        y = {n.inputs[3], n.inputs.size() > 4 ? n.inputs[4] : -1};
+        float_op = n.op_type == "QLinearSigmoid" ? "Sigmoid" : "LeakyRelu";
+      } else if (n.op_type == "QLinearMul") {
+        if (n.inputs.size() < 7) continue;
+        data.push_back({n.inputs[0], n.inputs[1], n.inputs[2]});
+        data.push_back({n.inputs[3], n.inputs[4], n.inputs[5]});
+        y = {n.inputs[6], n.inputs.size() > 7 ? n.inputs[7] : -1};
+        float_op = "Mul";
+      } else {
+        continue;
+      }
+      Node op;
+      op.name = n.name;
+      op.op_type = float_op;
+      op.index = n.index;
+      if (float_op == "LeakyRelu") op.attributes["alpha"] = n.attributes.count("alpha") ? n.attributes.at("alpha") : Attribute{0.01f};
+      for (const auto& [x, scale, zp] : data) {
+        Value f;
+        f.name = fmt::format("{}/{}_dequantized", n.name, value(x).name);
+        f.dtype = DType::Float32;
+        const int fid = add_value(std::move(f));
+        Node dq;
+        dq.name = fmt::format("{}/DequantizeLinear_{}", n.name, op.inputs.size());
+        dq.op_type = "DequantizeLinear";
+        dq.index = n.index;
+        dq.inputs = {x, scale, zp >= 0 ? zp : zero_point_value(value(x).dtype)};
+        dq.outputs = {fid};
+        g_.nodes.push_back(std::move(dq));
+        op.inputs.push_back(fid);
+      }
+      Value f;
+      f.name = n.name + "/float";
+      f.dtype = DType::Float32;
+      op.outputs = {add_value(std::move(f))};
+      Node q;
+      q.name = n.name + "/QuantizeLinear";
+      q.op_type = "QuantizeLinear";
+      q.index = n.index;
+      q.inputs = {op.outputs[0], y[0], y[1] >= 0 ? y[1] : zero_point_value(DType::UInt8)};
+      q.outputs = {n.outputs[0]};
+      g_.nodes.push_back(std::move(op));
+      g_.nodes.push_back(std::move(q));
+      dead[i] = true;
+      dead.resize(g_.nodes.size(), false);
+    }
+    compact(dead);
+    infer_shapes(g_, opt_);
+  }
+
+  // Float element-wise ops a lookup table may contain (one input varies, the others are scalar
+  // constants).
+  static bool is_table_op(const Node& n) {
+    static constexpr std::array<std::string_view, 19> ops = {
+        "Sigmoid", "Tanh", "Exp", "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip", "Mul", "Add",
+        "Sub", "Div", "Neg", "Abs", "Min", "Max", "Pow", "Sqrt", "Log"};
+    return n.domain.empty() && std::find(ops.begin(), ops.end(), n.op_type) != ops.end();
+  }
+
+  // A QuantizeLinear whose input is a float function of ONE quantized tensor x, computed by
+  // element-wise ops (Sigmoid, Mul, Clip, ...) with scalar constants, DequantizeLinear of x, and
+  // QuantizeLinear -> DequantizeLinear pairs in between (as in a QDQ SiLU x * sigmoid(x)),
+  // becomes one furiosa::Requantize with a 256-entry table: the region is evaluated once, by the
+  // host operator library, on all 256 values of x, so the table equals the float graph's result
+  // for every input, rounded exactly as its QuantizeLinear rounds (the usual NPU technique for
+  // activations).
+  void fuse_lookup_tables() {
+    std::vector<bool> dead(g_.nodes.size(), false);
+    // Last QuantizeLinear first, so a function with inner Q/DQ pairs (SiLU's quantized sigmoid)
+    // becomes one table rather than a table for its first part.
+    for (std::size_t qi = g_.nodes.size(); qi-- > 0;) {
+      if (dead[qi]) continue;
+      const Node& q = g_.nodes[qi];
+      if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !qdq_params(q)) continue;
+      if (q.attr_string("rounding", "half_to_even") != "half_to_even") continue;
+      // Grow the region backwards from the QuantizeLinear.
+      std::set<int> region;  // node ids, evaluated in graph order
+      int source = -1;       // the quantized tensor x
+      bool ok = true, has_function = false;
+      std::vector<int> frontier{q.inputs[0]};
+      while (ok && !frontier.empty()) {
+        const int v = frontier.back();
+        frontier.pop_back();
+        const int p = g_.producer(v);
+        if (p < 0 || dead[static_cast<std::size_t>(p)] || region.count(p)) {
+          ok = p >= 0 && region.count(p);
+          continue;
+        }
+        const Node& pn = g_.nodes[static_cast<std::size_t>(p)];
+        if (pn.domain.empty() && pn.op_type == "DequantizeLinear") {
+          const auto params = qdq_params(pn);
+          const int x = pn.inputs[0];
+          const Value& xv = value(x);
+          if (!params || xv.constant || !is_quantized(xv.dtype)) { ok = false; break; }
+          const int xp = g_.producer(x);
+          const bool inner_pair = xp >= 0 && g_.nodes[static_cast<std::size_t>(xp)].op_type == "QuantizeLinear" &&
+                                  g_.nodes[static_cast<std::size_t>(xp)].domain.empty() && !is_graph_output(x) &&
+                                  value(g_.nodes[static_cast<std::size_t>(xp)].inputs[0]).dtype == DType::Float32;
+          region.insert(p);
+          if (inner_pair && x != source) {
+            region.insert(xp);  // Q -> DQ inside the function: evaluated as written
+            frontier.push_back(g_.nodes[static_cast<std::size_t>(xp)].inputs[0]);
+          } else if (source < 0 || source == x) {
+            source = x;
+          } else {
+            ok = false;
+          }
+        } else if (is_table_op(pn) && pn.outputs.size() == 1) {
+          region.insert(p);
+          has_function = true;
+          for (int in : pn.inputs) {
+            if (in < 0) continue;
+            const Value& iv = value(in);
+            if (iv.constant) {
+              if (iv.constant->elements() != 1) ok = false;  // per-channel constants: no single table
+            } else if (iv.dtype != DType::Float32) {
+              ok = false;
+            } else {
+              frontier.push_back(in);
+            }
+          }
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok || !has_function || source < 0) continue;
+      // Closure: values made inside the region are read only inside it (DequantizeLinear nodes
+      // of x may have other readers: they stay for those).
+      for (int r : region) {
+        const Node& rn = g_.nodes[static_cast<std::size_t>(r)];
+        if (rn.op_type == "DequantizeLinear" && rn.inputs[0] == source) continue;
+        for (int o : rn.outputs) {
+          if (o < 0) continue;
+          if (is_graph_output(o)) ok = false;
+          for (int c : g_.consumers(o)) ok = ok && (region.count(c) || c == static_cast<int>(qi));
+        }
+      }
+      if (!ok) continue;
+      // Evaluate the region on all 256 values of x (the byte pattern = the table's index).
+      const DType xd = value(source).dtype;
+      Tensor all(xd, {256});
+      for (int b = 0; b < 256; ++b) all.bytes()[static_cast<std::size_t>(b)] = static_cast<std::byte>(b);
+      std::map<int, Tensor> known;
+      known.emplace(source, all);
+      std::vector<int> order(region.begin(), region.end());
+      order.push_back(static_cast<int>(qi));
+      bool evaluated = true;
+      for (int r : order) {  // node ids are in topological order
+        const Node& rn = g_.nodes[static_cast<std::size_t>(r)];
+        std::vector<const Tensor*> ins;
+        for (int in : rn.inputs) {
+          if (in < 0) ins.push_back(nullptr);
+          else if (value(in).constant) ins.push_back(&*value(in).constant);
+          else if (auto it = known.find(in); it != known.end()) ins.push_back(&it->second);
+          else evaluated = false;
+        }
+        if (!evaluated) break;
+        // Scalar constants of any rank broadcast against [256]; a constant of rank > 1 would make
+        // the result rank > 1 with the same 256 elements, which is still the table.
+        auto outs = run_cpu_op(rn, ins);
+        known.insert_or_assign(rn.outputs[0], std::move(outs.at(0)));
+      }
+      if (!evaluated) continue;
+      const Tensor& y = known.at(q.outputs[0]);
+      if (y.elements() != 256) continue;
+      std::vector<std::int64_t> table(256);
+      for (std::size_t b = 0; b < 256; ++b) table[b] = static_cast<std::int64_t>(y.bytes()[b]);
+      const Node& first_dq = [&]() -> const Node& {
+        for (int r : region) {
+          const Node& rn = g_.nodes[static_cast<std::size_t>(r)];
+          if (rn.op_type == "DequantizeLinear" && rn.inputs[0] == source) return rn;
+        }
+        return g_.nodes[static_cast<std::size_t>(*region.begin())];
+      }();
+      const auto xq = *qdq_params(first_dq);
+      const auto yq = *qdq_params(q);
+      std::string ops;
+      for (int r : region) {
+        const Node& rn = g_.nodes[static_cast<std::size_t>(r)];
+        if (rn.op_type != "DequantizeLinear" && rn.op_type != "QuantizeLinear") ops += (ops.empty() ? "" : ", ") + rn.op_type;
+      }
+      Node rq;
+      rq.name = q.name + "/LookupTable";
+      rq.op_type = "Requantize";
+      rq.domain = "furiosa";
+      rq.index = q.index;
+      rq.inputs = {source};
+      rq.outputs = {q.outputs[0]};
+      rq.attributes["x_scale"] = xq.scale;
+      rq.attributes["x_zero_point"] = std::int64_t{xq.zero_point};
+      rq.attributes["y_scale"] = yq.scale;
+      rq.attributes["y_zero_point"] = std::int64_t{yq.zero_point};
+      rq.attributes["y_dtype"] = std::int64_t{static_cast<int>(yq.dtype)};
+      rq.attributes["table"] = table;
+      for (int r : region) {
+        const Node& rn = g_.nodes[static_cast<std::size_t>(r)];
+        if (rn.op_type == "DequantizeLinear" && rn.inputs[0] == source) continue;  // may have other readers
+        dead[static_cast<std::size_t>(r)] = true;
+        note_entry(rn, "folded", "LowLevelRequantize", fmt::format("part of the 256-entry table of {}", ops));
+      }
+      note_entry(q, "folded", "LowLevelRequantize",
+                 fmt::format("element-wise {} on {} computed at compile time as a 256-entry table", ops,
+                             dtype_name(xd)));
+      g_.nodes[qi] = std::move(rq);
     }
     compact(dead);
   }
