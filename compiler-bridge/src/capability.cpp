@@ -44,10 +44,12 @@ bool maxpool_claim(const Graph& g, const Node& n) {
          n.attr_int("storage_order", 0) == 0 && g.values[static_cast<std::size_t>(n.inputs[0])].shape.size() == 4;
 }
 
+bool resize_claim(const Graph& g, const Node& n) { return quantized_input0(g, n) && nearest_repeat(g, n).has_value(); }
+
 constexpr std::string_view kQuantizedData = "on uint8/int8 tensors";
 
-const std::array<NpuRow, 17>& npu_table() {
-  static const std::array<NpuRow, 17> rows = {{
+const std::array<NpuRow, 18>& npu_table() {
+  static const std::array<NpuRow, 18> rows = {{
       {"QLinearConv", NpuOp::Conv, "LowLevelConv2d / LowLevelDepthwiseConv2d", always},
       {"QLinearMatMul", NpuOp::MatMul, "with a constant 2-D B (LowLevelMatMul)", matmul_claim},
       {"com.microsoft::QLinearAdd", NpuOp::Add, "LowLevelAdd", always},
@@ -63,6 +65,7 @@ const std::array<NpuRow, 17>& npu_table() {
       {"Squeeze", NpuOp::Reshape, kQuantizedData, quantized_input0},
       {"Unsqueeze", NpuOp::Reshape, kQuantizedData, quantized_input0},
       {"Identity", NpuOp::Reshape, kQuantizedData, quantized_input0},
+      {"Resize", NpuOp::Resize, "nearest upsampling by whole factors of 4-D uint8/int8 tensors", resize_claim},
       // Quantize/Dequantize are the runtime's own host steps (Where::Host), listed here so the
       // listing and the conformance tests see them; place() handles them before the table.
       {"QuantizeLinear", NpuOp::Reshape, "host Quantize step (per tensor and per axis)", nullptr},
@@ -107,7 +110,65 @@ void check_supported(const Graph& g) {
 bool is_data_movement(const Node& n) {
   static constexpr std::array<std::string_view, 9> ops = {"MaxPool", "Reshape", "Flatten", "Concat", "Transpose",
                                                           "Split", "Squeeze", "Unsqueeze", "Identity"};
-  return n.domain.empty() && std::find(ops.begin(), ops.end(), n.op_type) != ops.end();
+  if (!n.domain.empty()) return false;
+  // A nearest Resize only picks elements (linear modes compute new values).
+  if (n.op_type == "Resize") return n.attr_string("mode", "nearest") == "nearest";
+  return std::find(ops.begin(), ops.end(), n.op_type) != ops.end();
+}
+
+std::optional<std::array<std::int64_t, 2>> nearest_repeat(const Graph& g, const Node& n) {
+  if (n.op_type != "Resize" || !n.domain.empty() || n.inputs.empty() || n.outputs.empty() || n.inputs[0] < 0 ||
+      n.outputs[0] < 0 || n.attributes.count("axes") || n.attr_string("mode", "nearest") != "nearest") {
+    return std::nullopt;
+  }
+  const Value& x = g.values[static_cast<std::size_t>(n.inputs[0])];
+  const Value& y = g.values[static_cast<std::size_t>(n.outputs[0])];
+  if (!x.has_shape || !y.has_shape || x.shape.size() != 4 || y.shape.size() != 4 || x.shape[0] != y.shape[0] ||
+      x.shape[1] != y.shape[1]) {
+    return std::nullopt;
+  }
+  const std::int64_t h = x.shape[2], w = x.shape[3], oh = y.shape[2], ow = y.shape[3];
+  if (h <= 0 || w <= 0 || oh % h != 0 || ow % w != 0) return std::nullopt;
+  // The host library's Resize on a [1, 1, H, W] ramp (value = source index) with the node's
+  // attributes and constant roi / scales / sizes (sizes with N = C = 1).
+  Tensor ramp(DType::Float32, {1, 1, h, w});
+  for (std::int64_t i = 0; i < h * w; ++i) ramp.as<float>()[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  std::vector<const Tensor*> ins{&ramp};
+  Tensor sizes(DType::Int64, {4});
+  for (std::size_t i = 1; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] < 0) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    if (!is_constant_input(g, n, i)) return std::nullopt;
+    const Tensor& t = *g.values[static_cast<std::size_t>(n.inputs[i])].constant;
+    if (i == 3) {
+      if (t.dtype() != DType::Int64 || t.elements() != 4) return std::nullopt;
+      const auto s = t.as<std::int64_t>();
+      sizes.as<std::int64_t>()[0] = 1;
+      sizes.as<std::int64_t>()[1] = 1;
+      sizes.as<std::int64_t>()[2] = s[2];
+      sizes.as<std::int64_t>()[3] = s[3];
+      ins.push_back(&sizes);
+    } else {
+      ins.push_back(&t);
+    }
+  }
+  Tensor map;
+  try {
+    map = std::move(host::run_cpu_op(n, ins).at(0));
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (map.shape() != Shape{1, 1, oh, ow}) return std::nullopt;
+  const std::int64_t fh = oh / h, fw = ow / w;
+  const auto m = map.as<float>();
+  for (std::int64_t i = 0; i < oh; ++i) {
+    for (std::int64_t j = 0; j < ow; ++j) {
+      if (m[static_cast<std::size_t>(i * ow + j)] != static_cast<float>((i / fh) * w + j / fw)) return std::nullopt;
+    }
+  }
+  return std::array<std::int64_t, 2>{fh, fw};
 }
 
 std::vector<std::size_t> data_inputs(const Node& n) {

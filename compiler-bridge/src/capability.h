@@ -4,6 +4,9 @@
 // that library runs it, and is refused otherwise.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +28,7 @@ enum class NpuOp {
   Split,              ///< Split on uint8/int8 -> LowLevelSplit
   Transpose,          ///< Transpose on uint8/int8 -> LowLevelTranspose
   Reshape,            ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity on uint8/int8 -> LowLevelReshape
+  Resize,             ///< nearest Resize by whole factors on uint8/int8 -> LowLevelResize
 };
 
 /// Where a node runs.
@@ -56,5 +60,12 @@ bool is_data_movement(const Node& n);
 
 /// Indices of the inputs of a data-movement node that carry data (not shapes, axes or sizes).
 std::vector<std::size_t> data_inputs(const Node& n);
+
+/// The whole upsampling factors {scale_h, scale_w} of an ONNX Resize of a 4-D tensor when its
+/// index map, as the ONNX Resize spec defines it for the node's mode, coordinate transformation,
+/// rounding and constant roi/scales/sizes, is exactly y[n, c, h, w] = x[n, c, h / scale_h,
+/// w / scale_w] (isa::ResizeParams); nullopt otherwise. The map is taken from the host library's
+/// Resize run on an index ramp, so the two can never disagree.
+std::optional<std::array<std::int64_t, 2>> nearest_repeat(const Graph& g, const Node& n);
 
 }  // namespace furiosa::compiler::detail

@@ -521,6 +521,7 @@ class Lowering {
       case NpuOp::Split: return emit_split(n);
       case NpuOp::Transpose: return emit_transpose(n);
       case NpuOp::Reshape: return emit_reshape(n);
+      case NpuOp::Resize: return emit_resize(n);
     }
   }
 
@@ -764,6 +765,24 @@ class Lowering {
     push_kernel({.kind = isa::KernelKind::Transpose, .node_name = n.name, .operator_index = n.index,
                  .inputs = {x}, .outputs = {y}, .params = isa::TransposeParams{perm}});
     note_entry(n, "npu", "LowLevelTranspose", fmt::format("transpose of a {} tensor", dtype_name(xv.dtype)));
+    produce(n.outputs[0], y);
+  }
+
+  void emit_resize(const Node& n) {
+    const Value& yv = value(n.outputs[0]);
+    const auto factors = nearest_repeat(g_, n);
+    if (!factors) {
+      throw Error(ErrorCode::Internal, fmt::format("node '{}' (Resize): placed on the NPU without a whole-factor "
+                                                   "nearest index map", n.name));
+    }
+    auto x = device_any(n.inputs[0], n);
+    auto y = alloc_activation(yv.dtype, yv.shape, x.layout);
+    push_kernel({.kind = isa::KernelKind::Resize, .node_name = n.name, .operator_index = n.index,
+                 .inputs = {x}, .outputs = {y},
+                 .params = isa::ResizeParams{.scale_h = (*factors)[0], .scale_w = (*factors)[1]}});
+    note_entry(n, "npu", "LowLevelResize",
+               fmt::format("nearest upsampling x{} x{} of a {} tensor", (*factors)[0], (*factors)[1],
+                           dtype_name(yv.dtype)));
     produce(n.outputs[0], y);
   }
 

@@ -1495,6 +1495,37 @@ void split(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
+// LowLevelResize: nearest upsampling by whole factors. The output is walked as
+// [N, C, H, scale_h, W, scale_w] with source strides 0 along the two repeat dims, so each
+// output row is one gather of its source row (a copy per element only along W).
+void resize(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::ResizeParams>(kernel);
+  require_arity(kernel, 1, 1);
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  locate(region, xref, "input 0");
+  std::byte* yptr = locate(region, yref, "output 0");
+  require_same_dtype(yref, "output 0", xref, "input 0");
+  if (xref.shape.size() != 4 || p.scale_h < 1 || p.scale_w < 1) {
+    fault("{} must be 4-D and the scales >= 1 (scale_h {}, scale_w {})", describe("input 0", xref), p.scale_h,
+          p.scale_w);
+  }
+  const Shape expected{xref.shape[0], xref.shape[1], xref.shape[2] * p.scale_h, xref.shape[3] * p.scale_w};
+  if (yref.shape != expected) {
+    fault("{} must have shape {} (input 0 upsampled by {} x {})", describe("output 0", yref),
+          shape_to_string(expected), p.scale_h, p.scale_w);
+  }
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  const std::vector<std::int64_t> xs = layout_strides(xref), ys = layout_strides(yref);
+  const Block block{{xref.shape[0], xref.shape[1], xref.shape[2], p.scale_h, xref.shape[3], p.scale_w},
+                    {ys[0], ys[1], ys[2] * p.scale_h, ys[2], ys[3] * p.scale_w, ys[3]},
+                    {xs[0], xs[1], xs[2], 0, xs[3], 0}};
+  if (!copy_block(yptr, xptr, block, dtype_size(xref.dtype), nullptr, dst_rows(yref))) {
+    clear_row_padding(yptr, yref);
+  }
+}
+
 // LowLevelTranspose: output dim d is input dim perm[d].
 void transpose(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::TransposeParams>(kernel);
@@ -1663,6 +1694,7 @@ void dispatch(const isa::Kernel& kernel, std::span<std::byte> region, const Kern
     case isa::KernelKind::Transpose: return transpose(kernel, region);
     case isa::KernelKind::Split: return split(kernel, region);
     case isa::KernelKind::GlobalAveragePool: return global_average_pool(kernel, region);
+    case isa::KernelKind::Resize: return resize(kernel, region);
   }
   fault("unknown kernel kind {}", static_cast<int>(kernel.kind));
 }

@@ -66,6 +66,7 @@ std::string_view kernel_name(KernelKind kind) noexcept {
     case KernelKind::Transpose: return "LowLevelTranspose";
     case KernelKind::Split: return "LowLevelSplit";
     case KernelKind::GlobalAveragePool: return "LowLevelGlobalAveragePool";
+    case KernelKind::Resize: return "LowLevelResize";
   }
   return "LowLevelUnknown";
 }
@@ -125,7 +126,8 @@ std::uint64_t kernel_macs(const Kernel& kernel) {
     case KernelKind::Requantize:
     case KernelKind::Concat:
     case KernelKind::Transpose:
-    case KernelKind::Split: return 0;
+    case KernelKind::Split:
+    case KernelKind::Resize: return 0;
   }
   return 0;
 }

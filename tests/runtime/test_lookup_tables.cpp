@@ -11,6 +11,7 @@
 
 #include "furiosa/host/quantize.h"
 #include "furiosa/runtime/runner.h"
+#include "graph_builder.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -37,48 +38,6 @@ std::vector<Activation> activations() {
   };
 }
 
-/// A graph x (8-bit, [1, 2, 16, 8]) -> DequantizeLinear -> `ops` -> QuantizeLinear -> y.
-struct Builder {
-  compiler::Graph g;
-  int add(const std::string& name, DType dtype, Shape shape) {
-    compiler::Value v;
-    v.name = name;
-    v.dtype = dtype;
-    v.shape = shape;
-    v.dim_params.assign(shape.size(), "");
-    v.has_shape = true;
-    g.values.push_back(v);
-    return static_cast<int>(g.values.size() - 1);
-  }
-  int scalar(const std::string& name, Tensor t) {
-    const int id = add(name, t.dtype(), t.shape());
-    g.values[static_cast<std::size_t>(id)].constant = std::move(t);
-    return id;
-  }
-  void node(const std::string& op, std::vector<int> in, std::vector<int> out,
-            std::map<std::string, compiler::Attribute> attrs = {}) {
-    compiler::Node n;
-    n.name = fmt::format("{}_{}", op, g.nodes.size());
-    n.op_type = op;
-    n.index = static_cast<std::int32_t>(g.nodes.size());
-    n.inputs = std::move(in);
-    n.outputs = std::move(out);
-    n.attributes = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-  }
-};
-
-Tensor scalar_of(DType d, double v) {
-  Tensor t(d, {});
-  switch (d) {
-    case DType::Float32: t.as<float>()[0] = static_cast<float>(v); break;
-    case DType::UInt8: t.as<std::uint8_t>()[0] = static_cast<std::uint8_t>(v); break;
-    case DType::Int8: t.as<std::int8_t>()[0] = static_cast<std::int8_t>(v); break;
-    default: break;
-  }
-  return t;
-}
-
 struct QParams {
   float x_scale;
   std::int32_t x_zp;
@@ -88,15 +47,15 @@ struct QParams {
 
 // x -> DQ -> op -> Q -> y, all 8-bit of dtype `d`.
 compiler::Graph activation_graph(const Activation& a, DType d, QParams p) {
-  Builder b;
+  test::GraphBuilder b;
   b.g.name = a.op;
   const Shape s{1, 2, 16, 8};
   const int x = b.add("x", d, s), xf = b.add("xf", DType::Float32, s), yf = b.add("yf", DType::Float32, s),
             y = b.add("y", d, s);
   b.g.inputs = {x};
   b.g.outputs = {y};
-  const int xs = b.scalar("xs", scalar_of(DType::Float32, p.x_scale)), xz = b.scalar("xz", scalar_of(d, p.x_zp));
-  const int ys = b.scalar("ys", scalar_of(DType::Float32, p.y_scale)), yz = b.scalar("yz", scalar_of(d, p.y_zp));
+  const int xs = b.scalar("xs", test::scalar_of(DType::Float32, p.x_scale)), xz = b.scalar("xz", test::scalar_of(d, p.x_zp));
+  const int ys = b.scalar("ys", test::scalar_of(DType::Float32, p.y_scale)), yz = b.scalar("yz", test::scalar_of(d, p.y_zp));
   b.node("DequantizeLinear", {x, xs, xz}, {xf});
   b.node(a.op, {xf}, {yf}, a.attributes);
   b.node("QuantizeLinear", {yf, ys, yz}, {y});
@@ -167,7 +126,7 @@ TEST_CASE("a QDQ SiLU (x * sigmoid(x) with its own Q/DQ pair) becomes one table"
   // quantizer writes YOLOv8's SiLU.
   const QParams p{0.0625f, 128, 0.05f, 20};
   const float s_scale = 1.0f / 255.0f;
-  Builder b;
+  test::GraphBuilder b;
   b.g.name = "silu";
   const Shape s{1, 2, 16, 8};
   const int x = b.add("x", DType::UInt8, s), xf = b.add("xf", DType::Float32, s), sf = b.add("sf", DType::Float32, s),
@@ -175,9 +134,9 @@ TEST_CASE("a QDQ SiLU (x * sigmoid(x) with its own Q/DQ pair) becomes one table"
             mf = b.add("mf", DType::Float32, s), y = b.add("y", DType::UInt8, s);
   b.g.inputs = {x};
   b.g.outputs = {y};
-  const int xs = b.scalar("xs", scalar_of(DType::Float32, p.x_scale)), xz = b.scalar("xz", scalar_of(DType::UInt8, p.x_zp));
-  const int ss = b.scalar("ss", scalar_of(DType::Float32, s_scale)), sz = b.scalar("sz", scalar_of(DType::UInt8, 0));
-  const int ys = b.scalar("ys", scalar_of(DType::Float32, p.y_scale)), yz = b.scalar("yz", scalar_of(DType::UInt8, p.y_zp));
+  const int xs = b.scalar("xs", test::scalar_of(DType::Float32, p.x_scale)), xz = b.scalar("xz", test::scalar_of(DType::UInt8, p.x_zp));
+  const int ss = b.scalar("ss", test::scalar_of(DType::Float32, s_scale)), sz = b.scalar("sz", test::scalar_of(DType::UInt8, 0));
+  const int ys = b.scalar("ys", test::scalar_of(DType::Float32, p.y_scale)), yz = b.scalar("yz", test::scalar_of(DType::UInt8, p.y_zp));
   b.node("DequantizeLinear", {x, xs, xz}, {xf});
   b.node("Sigmoid", {xf}, {sf});
   b.node("QuantizeLinear", {sf, ss, sz}, {sq});
@@ -204,14 +163,14 @@ TEST_CASE("QLinearSigmoid and QLinearLeakyRelu (com.microsoft) run as tables", "
   const QParams p{0.0625f, 128, 0.03125f, 64};
   for (const std::string op : {"QLinearSigmoid", "QLinearLeakyRelu"}) {
     INFO(op);
-    Builder b;
+    test::GraphBuilder b;
     b.g.name = op;
     const Shape s{1, 2, 16, 8};
     const int x = b.add("x", DType::UInt8, s), y = b.add("y", DType::UInt8, s);
     b.g.inputs = {x};
     b.g.outputs = {y};
-    const int xs = b.scalar("xs", scalar_of(DType::Float32, p.x_scale)), xz = b.scalar("xz", scalar_of(DType::UInt8, p.x_zp));
-    const int ys = b.scalar("ys", scalar_of(DType::Float32, p.y_scale)), yz = b.scalar("yz", scalar_of(DType::UInt8, p.y_zp));
+    const int xs = b.scalar("xs", test::scalar_of(DType::Float32, p.x_scale)), xz = b.scalar("xz", test::scalar_of(DType::UInt8, p.x_zp));
+    const int ys = b.scalar("ys", test::scalar_of(DType::Float32, p.y_scale)), yz = b.scalar("yz", test::scalar_of(DType::UInt8, p.y_zp));
     b.node(op, {x, xs, xz, ys, yz}, {y}, op == "QLinearLeakyRelu" ? std::map<std::string, compiler::Attribute>{{"alpha", 0.1f}}
                                                                  : std::map<std::string, compiler::Attribute>{});
     b.g.nodes.back().domain = "com.microsoft";

@@ -260,15 +260,26 @@ struct GlobalAveragePoolParams {
   QuantParam y;
 };
 
+/// LowLevelResize: nearest-neighbour upsampling of a 4-D [N, C, H, W] tensor by whole factors,
+/// y[n, c, h, w] = x[n, c, floor(h / scale_h), floor(w / scale_w)], y [N, C, H * scale_h,
+/// W * scale_w], same dtype (any layouts; no arithmetic). The compiler maps an ONNX Resize onto it
+/// only when the Resize's own index map (its mode, coordinate transformation and rounding) is
+/// exactly this repeat, e.g. YOLO's and FPN's x2 nearest upsampling.
+struct ResizeParams {
+  std::int64_t scale_h = 1;
+  std::int64_t scale_w = 1;
+};
+
 /// Kinds of LowLevel kernels.
 enum class KernelKind : std::uint8_t {
   Conv2d, DepthwiseConv2d, MaxPool, MatMul, Add, Reshape,
-  Requantize, Concat, Transpose, Split, GlobalAveragePool
+  Requantize, Concat, Transpose, Split, GlobalAveragePool, Resize
 };
 
 /// "LowLevelConv2d", "LowLevelDepthwiseConv2d", "LowLevelMaxPool", "LowLevelMatMul",
 /// "LowLevelAdd", "LowLevelReshape", "LowLevelRequantize", "LowLevelConcat", "LowLevelTranspose",
-/// "LowLevelSplit", "LowLevelGlobalAveragePool" (the span names of kernels in the trace).
+/// "LowLevelSplit", "LowLevelGlobalAveragePool", "LowLevelResize" (the span names of kernels in
+/// the trace).
 std::string_view kernel_name(KernelKind kind) noexcept;
 
 /// One kernel of a program.
@@ -279,7 +290,7 @@ struct Kernel {
   std::vector<TensorRef> inputs;
   std::vector<TensorRef> outputs;
   std::variant<Conv2dParams, MaxPoolParams, MatMulParams, AddParams, ReshapeParams, RequantizeParams,
-               ConcatParams, TransposeParams, SplitParams, GlobalAveragePoolParams>
+               ConcatParams, TransposeParams, SplitParams, GlobalAveragePoolParams, ResizeParams>
       params;
 };
 
