@@ -385,7 +385,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Run a quantized ONNX model on a (simulated) FuriosaAI Warboy NPU"};
   Args a;
   app.add_option("model", a.model,
-                 "ONNX model file (default: the project's Fashion-MNIST int8 model on its bundled images)");
+                 "ONNX or TFLite model, or a program file (.enf) from furiosa-compile (default: the project's "
+                 "Fashion-MNIST int8 model on its bundled images)");
   app.add_option("--input", a.inputs, "Input tensor NAME=FILE (.npy or ONNX TensorProto .pb); repeatable");
   app.add_option("--output-dir", a.output_dir, "Write each output to DIR/<output name>.npy");
   app.add_option("--trace", a.trace, "Write a Chrome trace (JSON) and print the inference summary");

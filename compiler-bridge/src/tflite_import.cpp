@@ -1201,10 +1201,23 @@ Graph import_tflite(const std::filesystem::path& path) {
   return import_tflite_bytes(read_file(path), path.string());
 }
 
-Graph import_model(const std::filesystem::path& path) {
+namespace {
+
+bool has_tflite_extension(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (ext == ".tflite") return import_tflite(path);
+  return ext == ".tflite";
+}
+
+}  // namespace
+
+Graph import_model_bytes(const std::string& bytes, const std::filesystem::path& path) {
+  if (has_tflite_extension(path) || is_tflite_bytes(bytes)) return import_tflite_bytes(bytes, path.string());
+  return import_onnx_bytes(bytes, path.string());
+}
+
+Graph import_model(const std::filesystem::path& path) {
+  if (has_tflite_extension(path)) return import_tflite(path);
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
     std::ifstream f(path, std::ios::binary);

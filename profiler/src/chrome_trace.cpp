@@ -235,6 +235,9 @@ json span_args(const SpanRecord& span) {
   if (span.dram_base >= 0) args["dram_base"] = span.dram_base;
   if (span.cycles >= 0) args["cycles"] = span.cycles;
   if (span.flow_id != 0) args["flow_id"] = span.flow_id;
+  for (const auto& [key, value] : span.attributes) {
+    if (!args.contains(key)) args[key] = value;  // never shadows a typed field
+  }
   return args;
 }
 

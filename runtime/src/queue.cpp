@@ -12,7 +12,6 @@
 #include <deque>
 #include <mutex>
 
-#include "furiosa/compiler/tflite_import.h"
 #include "session.h"
 
 namespace furiosa::runtime {
@@ -143,7 +142,9 @@ void Receiver::close() {
   box.cv.notify_all();
 }
 
-std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOptions& options) {
+namespace {
+
+std::pair<Submitter, Receiver> queue_from(detail::ModelSource source, const QueueOptions& options) {
   if (options.input_queue_size < 1 || options.output_queue_size < 1) {
     throw Error(ErrorCode::InvalidArgument, "input_queue_size and output_queue_size must be >= 1");
   }
@@ -152,13 +153,19 @@ std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOp
   state->mailbox->input_queue_size = options.input_queue_size;
   state->mailbox->output_queue_size = options.output_queue_size;
   state->session = std::make_unique<detail::Session>(
-      std::move(graph), static_cast<const SessionOptions&>(options));
+      std::move(source), static_cast<const SessionOptions&>(options));
   state->model = state->session->model();
   return {Submitter(state), Receiver(state)};
 }
 
+}  // namespace
+
+std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOptions& options) {
+  return queue_from(detail::ModelSource(std::move(graph)), options);
+}
+
 std::pair<Submitter, Receiver> create_queue(const std::filesystem::path& model, const QueueOptions& options) {
-  return create_queue(compiler::import_model(model), options);
+  return queue_from(detail::ModelSource(model), options);
 }
 
 }  // namespace furiosa::runtime

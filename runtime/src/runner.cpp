@@ -15,7 +15,6 @@
 #include <optional>
 
 #include "session.h"
-#include "furiosa/compiler/tflite_import.h"
 
 namespace furiosa::runtime {
 
@@ -107,26 +106,37 @@ std::vector<Tensor> Runner::run_with(const std::vector<std::string>& output_name
   return selected;
 }
 
-std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options) {
+namespace {
+
+std::unique_ptr<Runner> runner_from(detail::ModelSource source, const RunnerOptions& options) {
   auto impl = std::make_unique<Runner::Impl>();
-  impl->session = std::make_unique<detail::Session>(
-      std::move(graph), static_cast<const SessionOptions&>(options));
+  impl->session = std::make_unique<detail::Session>(std::move(source), static_cast<const SessionOptions&>(options));
   impl->model = impl->session->model();
   return std::make_unique<Runner>(std::move(impl));
 }
 
-Model describe_model(compiler::Graph graph, const SessionOptions& options) {
+Model describe(detail::ModelSource source, const SessionOptions& options) {
   compiler::CompilerOptions copts = options.compiler_config;
   copts.batch_size = options.batch_size;
-  return detail::model_of(compiler::compile(std::move(graph), copts));
+  return detail::model_of(source.compile(copts, /*device=*/"").model);
 }
 
-Model describe_model(const std::filesystem::path& path, const SessionOptions& options) {
-  return describe_model(compiler::import_model(path), options);
+}  // namespace
+
+std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options) {
+  return runner_from(detail::ModelSource(std::move(graph)), options);
 }
 
 std::unique_ptr<Runner> create_runner(const std::filesystem::path& path, const RunnerOptions& options) {
-  return create_runner(compiler::import_model(path), options);
+  return runner_from(detail::ModelSource(path), options);
+}
+
+Model describe_model(compiler::Graph graph, const SessionOptions& options) {
+  return describe(detail::ModelSource(std::move(graph)), options);
+}
+
+Model describe_model(const std::filesystem::path& path, const SessionOptions& options) {
+  return describe(detail::ModelSource(path), options);
 }
 
 }  // namespace furiosa::runtime

@@ -88,7 +88,7 @@ struct Session::Buffers {
   }
 };
 
-Session::Session(compiler::Graph graph, const SessionConfig& config) {
+Session::Session(ModelSource source, const SessionConfig& config) {
   if (config.worker_num < 1) {
     throw Error(ErrorCode::InvalidArgument, fmt::format("worker_num must be >= 1, got {}", config.worker_num));
   }
@@ -107,7 +107,12 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     backend_ = fmt::format("{} ({})", choice.name, choice.reason);
   }
   device::Driver& driver = *chosen;
-  const auto spec = device::parse_device_spec(device::effective_device_spec(config.device));
+  // A program file without any device spec given opens a device of its own target.
+  device::DeviceSpecChoice spec_choice = device::choose_device_spec(config.device);
+  if (spec_choice.source == "default" && source.program() != nullptr) {
+    spec_choice.text = fmt::format("warboy({})*1", source.program()->options.pe_count);
+  }
+  const auto spec = device::parse_device_spec(spec_choice.text);
   const std::vector<device::CardInfo> cards = driver.enumerate();
   if (cards.empty()) {  // one line saying which backend found nothing, and what runs without a card
     throw Error(ErrorCode::DeviceNotFound,
@@ -122,7 +127,12 @@ Session::Session(compiler::Graph graph, const SessionConfig& config) {
     compiler::CompilerOptions copts = config.compiler_config;
     copts.pe_count = files.front().pe_count();
     copts.batch_size = config.batch_size;
-    compiled_ = compiler::compile(std::move(graph), copts);
+    const bool from_program_file = source.program() != nullptr;
+    compiler::CachedCompile result = source.compile(copts, files.front().name());
+    compiled_ = std::move(result.model);
+    // cache: hit | miss | off; a program file is loaded, not compiled.
+    compile_span.record().attributes = {{"cache", std::string(compiler::cache_status_name(result.cache))}};
+    if (from_program_file) compile_span.record().attributes.emplace_back("program", "loaded from a program file");
   }
   model_ = model_of(compiled_);
   host_operator_index_.reserve(compiled_.steps.size());

@@ -15,6 +15,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "furiosa/runtime/runner.h"
+#include "model_source.h"
 
 namespace furiosa::runtime::detail {
 
@@ -42,9 +43,10 @@ using Completion = std::function<void(std::vector<Tensor> outputs, std::exceptio
 /// Completions always run on a worker, exactly once per request.
 class Session {
  public:
-  /// Compiles `graph`, opens every device of `config.device`, loads the programs. Throws like
-  /// create_runner.
-  Session(compiler::Graph graph, const SessionConfig& config);
+  /// Compiles `source` (or loads its program file), opens every device of `config.device`,
+  /// loads the programs. With no device spec anywhere (argument, FURIOSA_DEVICES, NPU_DEVNAME) a
+  /// program file opens one device of its own target's PE count. Throws like create_runner.
+  Session(ModelSource source, const SessionConfig& config);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -60,4 +60,8 @@ std::vector<std::string> tflite_supported_operators();
 /// import_tflite / import_onnx.
 Graph import_model(const std::filesystem::path& path);
 
+/// Same for a model file already read into memory (`bytes`); `path` gives the extension rule and
+/// names the model in error messages. Throws like import_tflite_bytes / import_onnx_bytes.
+Graph import_model_bytes(const std::string& bytes, const std::filesystem::path& path);
+
 }  // namespace furiosa::compiler

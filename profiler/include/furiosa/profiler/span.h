@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace furiosa::profiler {
 
@@ -53,6 +55,10 @@ struct SpanRecord {
   /// Modelled NPU cycles for NPU spans (a kernel: its cycles; an Execution: NPU Run in cycles);
   /// -1 when not modelled.
   std::int64_t cycles = -1;
+  /// Free-form string attributes (OpenTelemetry's span attributes) for facts the fields above do
+  /// not cover, e.g. {"cache", "hit"} on Compile. Written into the Chrome trace's args; empty on
+  /// hot-path spans (no allocation there).
+  std::vector<std::pair<std::string, std::string>> attributes;
 
   std::int64_t dur_ns() const noexcept { return end_ns - start_ns; }
 };

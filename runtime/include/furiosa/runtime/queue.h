@@ -81,7 +81,9 @@ class Receiver {
   std::shared_ptr<detail::QueueState> state_;
 };
 
-/// Compiles the model, opens the devices and starts the workers. Throws like create_runner.
+/// Compiles the model (or loads a program file, .enf), opens the devices and starts the workers,
+/// exactly as create_runner does with the same path (compile cache, program-file checks). Throws
+/// like create_runner.
 std::pair<Submitter, Receiver> create_queue(const std::filesystem::path& model, const QueueOptions& options = {});
 /// Same, from an imported graph.
 std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOptions& options = {});

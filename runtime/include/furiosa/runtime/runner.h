@@ -118,8 +118,21 @@ class Runner {
 };
 
 /// Compiles the model at `path` (a .tflite file, by extension or its "TFL3" identifier, else
-/// ONNX; compiler::import_model) and opens the device. Throws Error(ModelLoadFailed),
-/// Error(UnsupportedOperator), Error(IncompatibleModel), Error(DeviceNotFound), Error(DeviceBusy).
+/// ONNX; compiler::import_model) and opens the device. The compile goes through the compile
+/// cache (compiler/compile_cache.h; FURIOSA_COMPILE_CACHE_DIR, "off" to disable): a model compiled
+/// before with the same options is loaded, not compiled; the trace's Compile span says
+/// `cache: hit|miss|off`.
+///
+/// A program file (compiler/program_file.h: extension .enf or its magic; `furiosa-compile`) is
+/// loaded instead of compiled. Its target must match the device: a device whose PE count differs
+/// from the file's is Error(IncompatibleModel) naming both (with no device spec given anywhere, a
+/// device of the file's target is opened). Its batch size applies: options.batch_size must be 1
+/// (the default) or equal to it, else Error(IncompatibleModel) naming both; compiler knobs in
+/// options.compiler_config must be all default or equal to the file's. A corrupted, truncated or
+/// other-version file is Error(ModelLoadFailed) naming the file and the problem.
+///
+/// Throws Error(ModelLoadFailed), Error(UnsupportedOperator), Error(IncompatibleModel),
+/// Error(DeviceNotFound), Error(DeviceBusy).
 std::unique_ptr<Runner> create_runner(const std::filesystem::path& path,
                                       const RunnerOptions& options = {});
 
@@ -127,9 +140,10 @@ std::unique_ptr<Runner> create_runner(const std::filesystem::path& path,
 std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options = {});
 
 /// The inputs and outputs (names, dtypes, shapes at options.batch_size, formats) the model at
-/// `path` has when run with `options`, found by importing and compiling it, without opening a
-/// device or starting workers (options.device and options.driver are not used). Equal to
-/// create_runner(path, options)->model(). Throws Error(ModelLoadFailed),
+/// `path` has when run with `options`, found by importing and compiling it (through the compile
+/// cache) or by loading its program file, without opening a device or starting workers
+/// (options.device and options.driver are not used; a program file's target is not checked).
+/// Equal to create_runner(path, options)->model(). Throws Error(ModelLoadFailed),
 /// Error(UnsupportedOperator), Error(IncompatibleModel) like create_runner.
 Model describe_model(const std::filesystem::path& path, const SessionOptions& options = {});
 /// Same, from an already imported graph.
