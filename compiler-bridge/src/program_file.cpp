@@ -90,6 +90,7 @@ json enc_params(const isa::ConcatParams& p) { return {{"axis", p.axis}}; }
 json enc_params(const isa::TransposeParams& p) { return {{"perm", p.perm}}; }
 json enc_params(const isa::SplitParams& p) { return {{"axis", p.axis}}; }
 json enc_params(const isa::GlobalAveragePoolParams& p) { return {{"x", enc(p.x)}, {"y", enc(p.y)}}; }
+json enc_params(const isa::ResizeParams& p) { return {{"scale_h", p.scale_h}, {"scale_w", p.scale_w}}; }
 
 /// The params alternative (index into Kernel::params) a kernel kind carries.
 std::size_t params_index(isa::KernelKind kind) {
@@ -106,6 +107,7 @@ std::size_t params_index(isa::KernelKind kind) {
     case K::Transpose: return 7;
     case K::Split: return 8;
     case K::GlobalAveragePool: return 9;
+    case K::Resize: return 10;
   }
   return std::variant_npos;
 }
@@ -490,6 +492,11 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std:
     case 7: return isa::TransposeParams{in["perm"].i64s()};
     case 8: return isa::SplitParams{in["axis"].i64()};
     case 9: return isa::GlobalAveragePoolParams{quant_of(in["x"]), quant_of(in["y"])};
+    case 10: {
+      isa::ResizeParams p{in["scale_h"].i64(), in["scale_w"].i64()};
+      if (p.scale_h < 1 || p.scale_w < 1) in.fail(fmt::format("expected whole scale factors >= 1, got {}x{}", p.scale_h, p.scale_w));
+      return p;
+    }
   }
   in.fail("unknown kernel kind");
 }
@@ -517,7 +524,7 @@ void check_arity(const In& in, std::size_t n, std::size_t lo, std::size_t hi) {
 
 isa::Kernel kernel_of(const In& in, std::uint64_t dram) {
   isa::Kernel k;
-  k.kind = enum_of<isa::KernelKind>(in["kind"], isa::kernel_name, 11);
+  k.kind = enum_of<isa::KernelKind>(in["kind"], isa::kernel_name, 12);
   k.node_name = in["node_name"].str();
   k.operator_index = in["operator_index"].i32(-1);
   k.inputs = refs_of(in["inputs"], dram);

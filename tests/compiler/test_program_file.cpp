@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <variant>
 
 #include "furiosa/compiler/compile_cache.h"
 #include "furiosa/compiler/compiler.h"
@@ -97,6 +99,8 @@ compiler::CompiledModel synthetic_model() {
   p->kernels.push_back(kernel(KernelKind::Transpose, {a_out}, {a_mid}, isa::TransposeParams{{0, 1, 3, 2}}));
   p->kernels.push_back(kernel(KernelKind::GlobalAveragePool, {a_mid}, {ref(4300, DType::UInt8, {1, 2, 1, 1})},
                               isa::GlobalAveragePoolParams{q, q2}));
+  p->kernels.push_back(kernel(KernelKind::Resize, {ref(4400, DType::UInt8, {1, 2, 2, 2})}, {ref(4500, DType::UInt8, {1, 2, 4, 6})},
+                              isa::ResizeParams{2, 3}));
   m.npu_calls.push_back({p, {2}, {3}, 3 * 256, 5 * 256});
 
   const auto cpu = [](compiler::CpuOpKind kind, std::vector<int> in, std::vector<int> out) {
@@ -255,6 +259,11 @@ TEST_CASE("program file: a synthetic model with every kernel, params and attribu
         std::get<isa::RequantizeParams>(mp.kernels[7].params).table);
   CHECK(std::get<isa::TransposeParams>(gp.kernels[11].params).perm == std::vector<std::int64_t>{0, 1, 3, 2});
   CHECK(std::get<isa::MatMulParams>(gp.kernels[4].params).fixed_point->out_min == -128);
+  std::set<std::size_t> alternatives;
+  for (const auto& k : mp.kernels) alternatives.insert(k.params.index());
+  CHECK(alternatives.size() == std::variant_size_v<decltype(isa::Kernel::params)>);  // a new params kind joins this model
+  CHECK(std::get<isa::ResizeParams>(gp.kernels[13].params).scale_h == 2);
+  CHECK(std::get<isa::ResizeParams>(gp.kernels[13].params).scale_w == 3);
   REQUIRE(g.steps.size() == m.steps.size());
   CHECK(g.steps[0].cpu.scales == std::vector<float>{0.5f, 0.25f});
   CHECK(g.steps[0].cpu.round_half_away_from_zero);
