@@ -34,6 +34,7 @@ struct Args {
   std::vector<std::string> inputs;  // NAME=FILE
   std::string output_dir;
   std::string trace;
+  std::string trace_categories = "all";  ///< --trace-categories (profiler::parse_span_kinds)
   std::string devices;
   std::uint64_t seed = 0;
   bool verbose = false;
@@ -156,13 +157,20 @@ std::int64_t argmax_row(const Tensor& t, std::int64_t n, std::int64_t classes) {
 // the variable's file (CSV when it ends in .csv) at exit. Null when neither option is given (the
 // runtime then still uses the variable's profiler by itself).
 std::shared_ptr<profiler::Profiler> make_profiler(const Args& a) {
-  if (a.trace.empty() && a.report.empty()) return nullptr;
+  const profiler::SpanKinds kinds = profiler::parse_span_kinds(a.trace_categories);
+  if (a.trace.empty() && a.report.empty()) {
+    if (auto env = profiler::process_profiler()) env->select(kinds);
+    return nullptr;
+  }
   if (auto env = profiler::process_profiler()) {
     fmt::print("profiler: recording for --trace/--report and FURIOSA_PROFILER_OUTPUT_PATH ({}); both are written\n",
                env->options().output_path.string());
+    env->select(kinds);
     return env;
   }
-  return std::make_shared<profiler::Profiler>();
+  profiler::ProfilerOptions options;
+  options.kinds = kinds;
+  return std::make_shared<profiler::Profiler>(options);
 }
 
 // After the runner is closed: prints the inference summary and writes the trace (--trace), and
@@ -390,6 +398,17 @@ int main(int argc, char** argv) {
   app.add_option("--input", a.inputs, "Input tensor NAME=FILE (.npy or ONNX TensorProto .pb); repeatable");
   app.add_option("--output-dir", a.output_dir, "Write each output to DIR/<output name>.npy");
   app.add_option("--trace", a.trace, "Write a Chrome trace (JSON) and print the inference summary");
+  app.add_option("--trace-categories", a.trace_categories,
+                 "Spans to record (--trace, --report, FURIOSA_PROFILER_OUTPUT_PATH): comma-separated runtime, "
+                 "npu-executions, npu-operators, or all (default); Inference spans are always kept")
+      ->check([](const std::string& v) {
+        try {
+          (void)profiler::parse_span_kinds(v);
+          return std::string();
+        } catch (const std::invalid_argument& e) {
+          return std::string(e.what());
+        }
+      });
   app.add_option("--backend", a.backend, "Device backend: auto (FURIOSA_BACKEND, else pcie when a Warboy card is present, else sim), sim or pcie")
       ->check(CLI::IsMember({"auto", "sim", "pcie"}));
   app.add_option("--devices", a.devices, "Device: npu0pe0, npu0pe1, npu0pe0-1, npu:X:Y[-Z] (default npu0pe0-1)");

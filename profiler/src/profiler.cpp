@@ -203,6 +203,7 @@ thread_local RecordScope* top_scope = nullptr;
 Profiler::Profiler(ProfilerOptions options)
     : options_(std::move(options)),
       uid_(next_profiler_uid.fetch_add(1, std::memory_order_relaxed) + 1),
+      kinds_(options_.kinds),
       epoch_offset_ns_(measure_epoch_offset()),
       trace_seed_(random_seed(this)) {}
 
@@ -287,7 +288,13 @@ std::uint64_t Profiler::next_span_id() noexcept {
   return buffer->next_id++;
 }
 
+bool Profiler::selected(const SpanRecord& span) const noexcept {
+  const SpanKinds k = kinds();
+  return k == SpanKinds::All || includes(k, span_kind(span.cat, span.name)) || span.name == "Inference";
+}
+
 void Profiler::append(const SpanRecord& span) {
+  if (!selected(span)) return;
   detail::ThreadBuffer* buffer = local_buffer();
   if (buffer == nullptr) return;
   SpanRecord* slot = buffer->slot();
@@ -297,6 +304,7 @@ void Profiler::append(const SpanRecord& span) {
 }
 
 void Profiler::append(SpanRecord&& span) {
+  if (!selected(span)) return;
   detail::ThreadBuffer* buffer = local_buffer();
   if (buffer == nullptr) return;
   SpanRecord* slot = buffer->slot();

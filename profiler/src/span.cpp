@@ -1,7 +1,9 @@
 // The span model's free functions: category names, trace id rendering, the clock and thread ids.
 #include "furiosa/profiler/span.h"
 
+#include <algorithm>
 #include <atomic>
+#include <stdexcept>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -19,6 +21,30 @@ std::string_view category_name(Category cat) noexcept {
       return "NPU";
   }
   return "Unknown";  // only reachable through a cast of an out-of-range value
+}
+
+SpanKinds span_kind(Category cat, std::string_view name) noexcept {
+  if (cat == Category::Runtime) return SpanKinds::RuntimeSteps;
+  return name.starts_with("LowLevel") ? SpanKinds::NpuOperators : SpanKinds::NpuExecutions;
+}
+
+SpanKinds parse_span_kinds(std::string_view list) {
+  SpanKinds kinds = SpanKinds::None;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string_view item = list.substr(start, comma - start);
+    if (item == "runtime") kinds = kinds | SpanKinds::RuntimeSteps;
+    else if (item == "npu-executions") kinds = kinds | SpanKinds::NpuExecutions;
+    else if (item == "npu-operators") kinds = kinds | SpanKinds::NpuOperators;
+    else if (item == "all") kinds = kinds | SpanKinds::All;
+    else {
+      throw std::invalid_argument(fmt::format(
+          "unknown span kind '{}' (accepted: runtime, npu-executions, npu-operators, all; comma-separated)", item));
+    }
+    start = comma + 1;
+  }
+  return kinds;
 }
 
 std::string TraceId::to_hex() const { return fmt::format("{:016x}{:016x}", hi, lo); }

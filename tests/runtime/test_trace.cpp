@@ -116,6 +116,44 @@ TEST_CASE("a traced mnist-12-int8 run has a span for every stage", "[trace][mode
   CHECK(flows_f == 3);
 }
 
+TEST_CASE("a profiler keeps only the span kinds it is told to, and Inference spans always", "[trace][model]") {
+  const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
+  const Tensor input = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
+  const auto traced = [&](profiler::SpanKinds kinds) {
+    profiler::ProfilerOptions po;
+    po.kinds = kinds;
+    auto prof = std::make_shared<profiler::Profiler>(po);
+    runtime::RunnerOptions opts;
+    opts.profiler = prof;
+    auto runner = runtime::create_runner(dir / "mnist-12-int8.onnx", opts);
+    for (int i = 0; i < 2; ++i) runner->run({input});
+    runner.reset();
+    return prof->records();
+  };
+  const auto executions = traced(profiler::SpanKinds::NpuExecutions);
+  auto execution_names = names(executions);
+  execution_names.erase("SimOverrun");  // the simulator's lateness record, when the host ran late
+  CHECK(execution_names == std::set<std::string>{"Inference", "Load", "Execution", "Store"});
+  CHECK(profiler::summarize_inferences(executions).count == 2);
+  CHECK(profiler::npu_execution_report(executions).size() == 2);
+  const auto operators = traced(profiler::SpanKinds::NpuOperators);
+  CHECK(names(operators) == std::set<std::string>{"Inference", "LowLevelConv2d", "LowLevelMaxPool", "LowLevelReshape",
+                                                  "LowLevelMatMul", "LowLevelAdd"});
+  const auto host = traced(profiler::SpanKinds::RuntimeSteps);
+  for (const auto& s : host) CHECK(s.cat == profiler::Category::Runtime);
+  CHECK(names(host).count("Quantize") == 1);
+  const auto host_ops = profiler::external_operator_report(host);
+  CHECK(host_ops.size() % 2 == 0);  // the same host operators in each of the two inferences
+  CHECK(host_ops.size() >= 4);      // Quantize and Dequantize at least
+  const auto all = traced(profiler::SpanKinds::RuntimeSteps | profiler::SpanKinds::NpuExecutions |
+                          profiler::SpanKinds::NpuOperators);
+  CHECK(names(all) == names(traced(profiler::SpanKinds::All)));
+  CHECK(profiler::parse_span_kinds("runtime,npu-operators") ==
+        (profiler::SpanKinds::RuntimeSteps | profiler::SpanKinds::NpuOperators));
+  CHECK(profiler::parse_span_kinds("all") == profiler::SpanKinds::All);
+  CHECK_THROWS_WITH(profiler::parse_span_kinds("runtime,npu"), Catch::Contains("unknown span kind 'npu'"));
+}
+
 TEST_CASE("a model with a lowered output traces Lower and Unlower", "[trace][conformance]") {
   auto prof = std::make_shared<profiler::Profiler>();
   runtime::RunnerOptions opts;

@@ -52,6 +52,10 @@ struct ProfilerOptions {
   /// At most this many spans are kept; later spans are counted as dropped (dropped_events(),
   /// written into the trace as otherData.dropped_events) so long runs stay bounded.
   std::size_t max_events = kDefaultMaxEvents;
+  /// Which spans are kept (the guide's selection of what to trace); the others are dropped when
+  /// they end, before they cost a buffer slot. Inference spans are kept whatever the selection:
+  /// they are the roots every report and trace id hangs on.
+  SpanKinds kinds = SpanKinds::All;
 };
 
 /// Collects spans. Thread-safe: spans may be recorded from any thread.
@@ -78,6 +82,10 @@ class Profiler {
   void pause() noexcept { recording_.store(false, std::memory_order_relaxed); }
   /// Resumes recording; idempotent.
   void resume() noexcept { recording_.store(true, std::memory_order_relaxed); }
+  /// Keeps only the spans of `kinds` from now on (initially options.kinds); thread-safe.
+  void select(SpanKinds kinds) noexcept { kinds_.store(kinds, std::memory_order_relaxed); }
+  /// The current selection.
+  SpanKinds kinds() const noexcept { return kinds_.load(std::memory_order_relaxed); }
 
   /// A fresh trace (new random 128-bit trace_id, no parent).
   SpanContext new_trace() noexcept;
@@ -132,12 +140,15 @@ class Profiler {
   detail::ThreadBuffer* register_thread() noexcept;
   /// Reserves up to `wanted` slots of the max_events budget; returns how many were granted.
   std::size_t reserve_slots(std::size_t wanted) noexcept;
-  /// Stores a copy of `span` (recording is checked by the caller).
+  /// True when kinds() keeps `span` (always for Inference spans).
+  bool selected(const SpanRecord& span) const noexcept;
+  /// Stores a copy of `span` if selected (recording is checked by the caller).
   void append(const SpanRecord& span);
   void append(SpanRecord&& span);
 
   ProfilerOptions options_;
   std::uint64_t uid_;  ///< process-unique id keying the thread_local buffer cache
+  std::atomic<SpanKinds> kinds_;  ///< spans kept (select())
   std::int64_t epoch_offset_ns_;
   std::atomic<bool> recording_{true};
   std::atomic<std::uint64_t> next_span_block_{0};

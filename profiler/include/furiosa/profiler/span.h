@@ -16,6 +16,31 @@ enum class Category : std::uint8_t { Runtime, NPU };
 /// "Runtime" / "NPU".
 std::string_view category_name(Category cat) noexcept;
 
+/// The groups of spans a profiler can be told to keep (ProfilerOptions::kinds), the three views
+/// of FuriosaAI's profiler guide: host runtime steps (Runtime spans: Compile, Enqueue, Quantize,
+/// Lower, Unlower, Dequantize, fallback operators, record labels), NPU executions (the NPU spans
+/// of an execution as a whole: Execution, Load, Store, and backend records such as the
+/// simulator's SimOverrun) and NPU operators (the kernels: NPU spans named LowLevel*). Bit
+/// flags; combine with |.
+enum class SpanKinds : std::uint8_t {
+  None = 0,
+  RuntimeSteps = 1,
+  NpuExecutions = 2,
+  NpuOperators = 4,
+  All = 7,
+};
+constexpr SpanKinds operator|(SpanKinds a, SpanKinds b) noexcept {
+  return static_cast<SpanKinds>(static_cast<std::uint8_t>(a) | static_cast<std::uint8_t>(b));
+}
+constexpr bool includes(SpanKinds set, SpanKinds kind) noexcept {
+  return (static_cast<std::uint8_t>(set) & static_cast<std::uint8_t>(kind)) != 0;
+}
+/// The group of a span of category `cat` named `name` (one of the three single flags).
+SpanKinds span_kind(Category cat, std::string_view name) noexcept;
+/// Parses a comma-separated list of "runtime", "npu-executions", "npu-operators" or "all" (no
+/// spaces). Throws std::invalid_argument naming the unknown entry and the accepted names.
+SpanKinds parse_span_kinds(std::string_view list);
+
 /// 128-bit trace id; one per inference.
 struct TraceId {
   std::uint64_t hi = 0;
