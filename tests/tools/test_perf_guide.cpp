@@ -56,7 +56,8 @@ TEST_CASE("perf-guide walks the guide's steps on MobileNetV2 and each knob remov
   CHECK_THAT(row(r.out, "3. + remove_lower"), Catch::Contains("n/a: no host Lower/Unlower runs"));
   CHECK_THAT(row(r.out, "4. + normalized_pixel_outputs"), Catch::Contains("n/a: no image output"));
   CHECK_FALSE(row(r.out, "5. batch 8").empty());
-  CHECK_FALSE(row(r.out, "8. async queue").empty());
+  CHECK_FALSE(row(r.out, "6. two single PEs, worker_num 4").empty());
+  CHECK_FALSE(row(r.out, "7. async queue").empty());
   CHECK_THAT(row(r.out, "chosen:"), Catch::Contains("without_quantize [input]"));
   CHECK_THAT(r.out, Catch::Contains("host Dequantize of [1, 1917, 91]"));
 }
