@@ -32,6 +32,10 @@ std::string onnx_type_name(int t) {
   return v ? v->name() : fmt::format("type {}", t);
 }
 
+/// Largest element count accepted for one tensor of a model or tensor file (2^34: 16 GiB of
+/// uint8, beyond any vision model's largest tensor); guards the size arithmetic.
+constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 34;
+
 // Copies typed repeated fields into a tensor of `n` elements.
 template <class Dst, class Src>
 void copy_typed(Tensor& t, const Src& field, std::int64_t n, const std::string& what) {
@@ -55,20 +59,35 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& what, Er
     throw Error(code, fmt::format("tensor '{}' uses external data, which is not supported", what));
   }
   Shape shape(p.dims().begin(), p.dims().end());
+  // The declared size is checked against the data present before anything is allocated, so a
+  // file whose dims claim more than it holds is refused at once instead of allocating it.
+  std::int64_t n = 1;
   for (auto d : shape) {
     if (d < 0) throw Error(code, fmt::format("tensor '{}' has a negative dim", what));
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements) {
+      throw Error(code, fmt::format("tensor '{}' {}: its dims claim more than {} elements", what, shape_to_string(shape),
+                                    kMaxTensorElements));
+    }
   }
-  Tensor t(*dtype, shape);
-  const std::int64_t n = element_count(shape);
+  const auto expected_bytes = static_cast<std::uint64_t>(n) * dtype_size(*dtype);
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != t.size_bytes()) {
+    if (p.raw_data().size() != expected_bytes) {
       throw Error(code, fmt::format("tensor '{}' {} {}: raw data is {} bytes, expected {}", what,
                                     dtype_name(*dtype), shape_to_string(shape),
-                                    p.raw_data().size(), t.size_bytes()));
+                                    p.raw_data().size(), expected_bytes));
     }
+    Tensor t(*dtype, shape);
     if (t.size_bytes() > 0) std::memcpy(t.bytes().data(), p.raw_data().data(), t.size_bytes());
     return t;
   }
+  const int typed_values = *dtype == DType::Float32 ? p.float_data_size()
+                           : *dtype == DType::Int64 ? p.int64_data_size()
+                                                    : p.int32_data_size();
+  if (typed_values != n) {
+    throw Error(code, fmt::format("tensor '{}' {} {}: holds {} values, its shape needs {}", what, dtype_name(*dtype),
+                                  shape_to_string(shape), typed_values, n));
+  }
+  Tensor t(*dtype, shape);
   switch (*dtype) {
     case DType::Float32: copy_typed<float>(t, p.float_data(), n, what); break;
     case DType::UInt8: copy_typed<std::uint8_t>(t, p.int32_data(), n, what); break;
@@ -177,7 +196,11 @@ Graph graph_from_model(const onnx::ModelProto& model, const std::string& source)
   for (const auto& init : g.initializer()) {
     int id = get_or_add(init.name());
     auto& v = graph.values[id];
-    v.constant = tensor_from_proto(init, init.name(), ErrorCode::IncompatibleModel);
+    try {
+      v.constant = tensor_from_proto(init, init.name(), ErrorCode::IncompatibleModel);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("{}: {}", source, e.message()), ErrorSubject{{}, {}, init.name(), source});
+    }
     v.dtype = v.constant->dtype();
     v.shape = v.constant->shape();
     v.dim_params.assign(v.shape.size(), "");

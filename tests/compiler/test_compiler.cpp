@@ -5,6 +5,8 @@
 #include <fstream>
 #include <random>
 
+#include <onnx/onnx_pb.h>
+
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/core/error.h"
@@ -103,6 +105,71 @@ TEST_CASE("model file errors name the file", "[compiler][errors]") {
       CHECK(e.code() == ErrorCode::ModelLoadFailed);
       CHECK_THAT(e.what(), Catch::Contains("half.onnx"));
     }
+  }
+}
+
+TEST_CASE("declared sizes are checked against the data before anything is allocated", "[compiler][errors]") {
+  // mnist-12-int8 with one initializer's dims claiming 4294967296 x 5 elements while its data stays.
+  const auto src = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  std::ifstream in(src, std::ios::binary);
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromIstream(&in));
+  REQUIRE(model.graph().initializer_size() > 0);
+  const auto refusal = [&](const onnx::ModelProto& m) {
+    std::string bytes;
+    REQUIRE(m.SerializeToString(&bytes));
+    try {
+      (void)compiler::import_onnx_bytes(bytes, "bad.onnx");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    FAIL("the model was accepted");
+    return std::string();
+  };
+  SECTION("more elements than any tensor may have") {
+    onnx::ModelProto m = model;
+    auto* init = m.mutable_graph()->mutable_initializer(0);
+    const std::string name = init->name();
+    init->clear_dims();
+    init->add_dims(4294967296);
+    init->add_dims(5);
+    const std::string what = refusal(m);
+    CHECK_THAT(what, Catch::Contains("bad.onnx") && Catch::Contains(name));
+    CHECK_THAT(what, Catch::Contains("[4294967296, 5]") && Catch::Contains("its dims claim more than"));
+  }
+  SECTION("more elements than the data holds") {
+    onnx::ModelProto m = model;
+    onnx::TensorProto* init = nullptr;
+    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+      if (t.has_raw_data() && t.raw_data().size() > 16) init = &t;
+    }
+    REQUIRE(init != nullptr);
+    init->clear_dims();
+    init->add_dims(4294967);
+    init->add_dims(5);
+    CHECK_THAT(refusal(m), Catch::Contains("bad.onnx") && Catch::Contains("raw data is") && Catch::Contains("expected"));
+  }
+  SECTION("dims whose product overflows") {
+    onnx::ModelProto m = model;
+    auto* init = m.mutable_graph()->mutable_initializer(0);
+    init->clear_dims();
+    for (int i = 0; i < 4; ++i) init->add_dims(std::int64_t{1} << 31);
+    CHECK_THAT(refusal(m), Catch::Contains("its dims claim more than"));
+  }
+  SECTION("typed values fewer than the shape needs") {
+    onnx::ModelProto m = model;
+    auto* init = m.mutable_graph()->mutable_initializer(0);
+    const std::int64_t n = [&] {
+      std::int64_t e = 1;
+      for (auto d : init->dims()) e *= d;
+      return e;
+    }();
+    init->clear_raw_data();
+    init->clear_float_data();
+    init->clear_int32_data();
+    init->clear_int64_data();
+    init->add_dims(1000000);
+    CHECK_THAT(refusal(m), Catch::Contains(fmt::format("holds 0 values, its shape needs {}", n * 1000000)));
   }
 }
 
