@@ -45,8 +45,13 @@ ReLU6); Transpose and Reshape on uint8; `com.microsoft.QLinearConcat`; `Dequanti
 Weights and scales
 ------------------
 numpy PCG64 seeded with --seed (default 0). Conv weights normal with std gain / sqrt(fan_in)
-(gain sqrt(2) before a ReLU6, 1 for the heads), int8 per output channel with scale
-max|w| / 127; biases normal std 0.01 (0.5 for the class heads, so that the logits spread),
+(gain sqrt(2) before a ReLU6, 1 for the heads), int8 symmetric per output channel in 7 bits, as
+ONNX Runtime's quantizer writes them with reduce_range=True: scale max|w| / 64, values in
+[-64, 64] (--full-range-weights: max|w| / 127, [-127, 127]). The reduced range is what keeps ONNX
+Runtime exact on CPUs without VNNI: its u8s8 kernels there add pairs of uint8 x int8 products
+in 16 bits with saturation (x86 VPMADDUBSW), and 255 * 127 * 2 overflows where 255 * 64 * 2 does
+not (ONNX Runtime's quantization docs, FAQ on reduce_range and saturation); full-range weights
+make ONNX Runtime differ from the ONNX definition by tens of steps on this model there. Biases normal std 0.01 (0.5 for the class heads, so that the logits spread),
 quantized as int32 rint(b / (x_scale * w_scale)). Activation scales come from a float32 numpy
 forward pass on one seeded calibration input (uniform [-1, 1)) in which every layer sees the
 previous layer's quantized values: min/max (extended to 0) -> scale (max - min) / 255 rounded up
@@ -136,7 +141,8 @@ def conv_float(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pads: t
 
 
 class Builder:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, weight_max: int = 64):
+        self.weight_max = weight_max
         self.rng = np.random.Generator(np.random.PCG64(seed))
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
@@ -169,8 +175,9 @@ class Builder:
             assert cout == cin
         fan_in = (cin // group) * k * k
         wf = self.rng.standard_normal((cout, cin // group, k, k), dtype=np.float32) * np.float32(gain / math.sqrt(fan_in))
-        ws = (np.abs(wf).reshape(cout, -1).max(axis=1) / np.float32(127.0)).astype(np.float32)
-        wq = np.clip(np.rint(wf / ws[:, None, None, None]), -127, 127).astype(np.int8)
+        qmax = self.weight_max
+        ws = (np.abs(wf).reshape(cout, -1).max(axis=1) / np.float32(qmax)).astype(np.float32)
+        wq = np.clip(np.rint(wf / ws[:, None, None, None]), -qmax, qmax).astype(np.int8)
         bf = self.rng.standard_normal(cout, dtype=np.float32) * np.float32(bias_std)
         bscale = (np.float32(xs) * ws).astype(np.float32)
         bq = np.rint(bf / bscale).astype(np.int32)
@@ -232,8 +239,8 @@ class Builder:
         return dequantize(yq, ys, yzp)
 
 
-def build(seed: int) -> tuple[onnx.ModelProto, Builder, np.ndarray, np.ndarray]:
-    b = Builder(seed)
+def build(seed: int, weight_max: int) -> tuple[onnx.ModelProto, Builder, np.ndarray, np.ndarray]:
+    b = Builder(seed, weight_max)
     calib = b.rng.random((3, IMAGE, IMAGE), dtype=np.float32) * np.float32(2.0) - np.float32(1.0)
     in_s_name, in_zp_name = b.qparams("image", INPUT_SCALE, INPUT_ZP)
     b.nodes.append(helper.make_node("QuantizeLinear", ["image", in_s_name, in_zp_name], ["image_quantized"],
@@ -275,7 +282,7 @@ def build(seed: int) -> tuple[onnx.ModelProto, Builder, np.ndarray, np.ndarray]:
         opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 7
     model.doc_string = (f"SSD-MobileNet v1 300x300 (MLPerf), QOperator int8, deterministic random weights "
-                        f"(seed {seed}); outputs: box encodings [1,1917,4] and class logits [1,1917,91]")
+                        f"(seed {seed}, weights in [-{weight_max}, {weight_max}]); outputs: box encodings [1,1917,4] and class logits [1,1917,91]")
     return model, b, boxes, scores
 
 
@@ -283,10 +290,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="output .onnx file")
     ap.add_argument("--seed", type=int, default=0, help="seed of the weights and the calibration input")
+    ap.add_argument("--full-range-weights", action="store_true",
+                    help="int8 weights in [-127, 127] instead of ONNX Runtime's reduce_range [-64, 64]")
     ap.add_argument("--quiet", action="store_true", help="print only the summary line")
     a = ap.parse_args()
     t0 = time.monotonic()
-    model, b, boxes, scores = build(a.seed)
+    model, b, boxes, scores = build(a.seed, 127 if a.full_range_weights else 64)
     onnx.checker.check_model(model)  # full_check=False: com.microsoft ops are not in ONNX's schema
     onnx.save(model, a.out)
     elapsed = time.monotonic() - t0
@@ -303,7 +312,8 @@ def main() -> int:
             print(f"  {kind:16s} x{len(st):<3d} {100 * z:5.1f} % / {100 * f:5.2f} %")
         print(f"calibration outputs: boxes in [{boxes.min():.3f}, {boxes.max():.3f}], "
               f"scores in [{scores.min():.3f}, {scores.max():.3f}]")
-    print(f"{a.out}: SSD-MobileNet v1 int8 (QOperator), input float [1,3,{IMAGE},{IMAGE}], seed {a.seed}; "
+    print(f"{a.out}: SSD-MobileNet v1 int8 (QOperator), input float [1,3,{IMAGE},{IMAGE}], seed {a.seed}, "
+          f"weights in [-{b.weight_max}, {b.weight_max}]; "
           f"MACs per image {b.macs:,} = {b.macs / 1e9:.3f} GMACs; {elapsed:.1f} s")
     return 0
 
