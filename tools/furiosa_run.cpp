@@ -330,7 +330,10 @@ int run(Args a) {
   for (const auto& d : model.inputs) fmt::print("  {}\n", d.to_string());
   fmt::print("outputs:\n");
   for (const auto& d : model.outputs) fmt::print("  {}\n", d.to_string());
-  if (a.verbose) fmt::print("partition:\n{}", runner->partition_report().to_string());
+  if (a.verbose) {
+    fmt::print("partition:\n{}", runner->partition_report().to_string());
+    fmt::print("{}", compiler::summarize_placement(runner->compiled()).to_string());
+  }
   const bool timing_only = a.sim_mode == "timing";
   if (!a.dataset.empty() || (default_model && a.inputs.empty() && !timing_only)) {
     if (!a.dataset.empty()) run_dataset(*runner, a);
@@ -413,7 +416,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "sim", "pcie"}));
   app.add_option("--devices", a.devices, "Device: npu0pe0, npu0pe1, npu0pe0-1, npu:X:Y[-Z] (default npu0pe0-1)");
   app.add_option("--seed", a.seed, "Seed for inputs that are not given");
-  app.add_flag("--verbose,-v", a.verbose, "Print the partition report");
+  app.add_flag("--verbose,-v", a.verbose, "Print the partition report, the NPU share of MACs and the host steps");
   app.add_option("--report", a.report, "Print a profiler report: " + std::string(profiler::kReportNames))
       ->check([](const std::string& v) {
         return profiler::parse_report_kind(v) ? std::string() : "expected one of " + std::string(profiler::kReportNames);

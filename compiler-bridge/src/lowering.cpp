@@ -94,7 +94,7 @@ class Lowering {
       host_[id] = s;
       out_.input_slots.push_back(s);
     }
-    for (std::size_t n = 0; n < g_.nodes.size(); ++n) emit(static_cast<int>(n));
+    for (int n : schedule()) emit(n);
     close_segment();
     for (int id : g_.outputs) {
       const int s = host_value(id);
@@ -105,6 +105,37 @@ class Lowering {
 
  private:
   const Value& value(int id) const { return g_.values[static_cast<std::size_t>(id)]; }
+
+  // The emission order: graph order, except that a node placed off the NPU waits until a later
+  // NPU node reads one of its outputs (directly or through other waiting nodes), or until the
+  // end. Host work that only feeds model outputs (an output's DequantizeLinear, a host
+  // post-process) then no longer closes the open NPU segment, so NPU nodes after it in graph
+  // order join the same program instead of a second one fed from the first through the host
+  // (SSD's box and score concatenations, each followed by its output's Dequantize). Waiting
+  // nodes keep their relative order, and a node never runs before its producers.
+  std::vector<int> schedule() const {
+    std::vector<int> order, waiting;
+    std::set<int> waiting_values;  // outputs of waiting nodes
+    auto flush = [&] {
+      order.insert(order.end(), waiting.begin(), waiting.end());
+      waiting.clear();
+      waiting_values.clear();
+    };
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (place(g_, n, nullptr).where != Where::Npu) {
+        waiting.push_back(static_cast<int>(i));
+        for (int o : n.outputs) {
+          if (o >= 0) waiting_values.insert(o);
+        }
+        continue;
+      }
+      if (std::any_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return waiting_values.count(v) > 0; })) flush();
+      order.push_back(static_cast<int>(i));
+    }
+    flush();
+    return order;
+  }
   bool is_graph_output(int id) const {
     return std::find(g_.outputs.begin(), g_.outputs.end(), id) != g_.outputs.end();
   }

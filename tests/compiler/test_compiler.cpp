@@ -260,3 +260,29 @@ TEST_CASE("placement, the unsupported-operator listing and npu_operators() read 
   }
   CHECK(on_npu == 66);  // 52 QLinearConv, 11 QLinearAdd, pooling, Reshape, QLinearMatMul
 }
+
+TEST_CASE("summarize_placement counts the NPU's and the host's MACs and lists the host steps", "[compiler]") {
+  // MNIST: conv 5x5 1->8 on 28x28 (156,800 MACs), conv 5x5 8->16 on 14x14 (627,200), fc 256x10
+  // (2,560): 786,560 MACs, on the NPU in the int8 model and on the host in the float one.
+  constexpr std::uint64_t kMnistMacs = 156'800 + 627'200 + 2'560;
+  const auto npu = compiler::summarize_placement(
+      compiler::compile(compiler::import_onnx(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx")), {}));
+  CHECK(npu.npu_macs == kMnistMacs);
+  CHECK(npu.host_macs == 0);
+  CHECK(npu.npu_programs == 1);
+  CHECK(npu.npu_mac_share_percent() == 100.0);
+  REQUIRE(npu.host_steps.size() == 3);  // Quantize, Lower, Dequantize
+  CHECK_THAT(npu.host_steps[0], Catch::StartsWith("Quantize"));
+  CHECK_THAT(npu.host_steps[1], Catch::StartsWith("Lower"));
+  CHECK_THAT(npu.host_steps[2], Catch::StartsWith("Dequantize"));
+  CHECK_THAT(npu.to_string(), Catch::Contains("NPU share of MACs: 100.00%") && Catch::Contains("NPU programs: 1"));
+
+  const auto host = compiler::summarize_placement(
+      compiler::compile(compiler::import_onnx(test::shared_model("onnx-zoo/mnist-12/mnist-12.onnx")), {}));
+  CHECK(host.npu_macs == 0);
+  CHECK(host.host_macs == kMnistMacs);
+  CHECK(host.npu_programs == 0);
+  CHECK(host.npu_mac_share_percent() == 0.0);
+  CHECK_THAT(host.to_string(), Catch::Contains("NPU share of MACs: 0.00%") &&
+                                   Catch::Contains("Conv 'Convolution28': no NPU kernel"));
+}

@@ -1,0 +1,206 @@
+// SSD-MobileNet v1 (models/ssd_mobilenet_v1.py, QOperator and QDQ forms) on this runtime against
+// ONNX Runtime 1.30 (onnxruntime-node, run by ort_run.js) on three seeded inputs (issue 15):
+// - the whole network is one NPU program (backbone, heads, Transpose/Reshape, Concat) with
+//   only the input Quantize and the output Dequantize steps on the host;
+// - raw outputs within 2 steps of each output's quantization;
+// - after box decoding and NMS (furiosa/postprocess/ssd.h), the same detections: equal count,
+//   each matched by one of the same class with IoU >= 0.99.
+// node and onnxruntime-node are required: a missing one fails the test (the ort_node_install
+// fixture installs the package into the build tree).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "furiosa/postprocess/ssd.h"
+#include "furiosa/runtime/runner.h"
+#include "test_support.h"
+
+using namespace furiosa;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kInputs = 3;
+
+// Uniform [-1, 1) floats (the model's input range) from a seeded generator.
+Tensor seeded_image(unsigned seed) {
+  Tensor t(DType::Float32, {1, 3, 300, 300});
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : t.as<float>()) v = dist(gen);
+  return t;
+}
+
+void write_raw(const fs::path& p, const Tensor& t) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(t.bytes().data()), static_cast<std::streamsize>(t.size_bytes()));
+  REQUIRE(f.good());
+}
+
+std::vector<float> read_raw(const fs::path& p, std::size_t count) {
+  std::ifstream f(p, std::ios::binary);
+  INFO("ORT output file " << p.string());
+  REQUIRE(f.good());
+  std::vector<float> v(count);
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(count * sizeof(float)));
+  REQUIRE(static_cast<std::size_t>(f.gcount()) == count * sizeof(float));
+  CHECK(f.peek() == std::char_traits<char>::eof());
+  return v;
+}
+
+// The scale of the DequantizeLinear step that writes model output `name`: one output step.
+float output_step(const compiler::CompiledModel& m, const std::string& name) {
+  for (const auto& s : m.steps) {
+    if (s.kind == compiler::Step::Kind::Cpu && s.cpu.kind == compiler::CpuOpKind::Dequantize &&
+        m.slots[static_cast<std::size_t>(s.cpu.outputs.at(0))].name == name && s.cpu.scales.size() == 1) {
+      return s.cpu.scales[0];
+    }
+  }
+  FAIL("no per-tensor Dequantize step writes output '" << name << "'");
+  return 0;
+}
+
+// Runs ort_run.js on `model` for every input; returns, per input, the outputs by name.
+std::vector<std::map<std::string, std::vector<float>>> run_ort(const fs::path& model, const std::vector<Tensor>& inputs,
+                                                               const fs::path& work) {
+  const fs::path node = FURIOSA_NODE_EXECUTABLE;
+  const fs::path modules = fs::path(FURIOSA_ORT_NODE_DIR) / "node_modules" / "onnxruntime-node";
+  if (node.empty() || !fs::exists(node)) {
+    FAIL("node (Node.js) not found (" << node.string() << "): install Debian's nodejs and npm (.ci/install-deps)");
+  }
+  if (!fs::is_directory(modules)) {
+    FAIL("onnxruntime-node is not installed in " << modules.string()
+         << ": run ctest (fixture ort_node_install) or tests/reference/install_ort.sh");
+  }
+  fs::create_directories(work);
+  nlohmann::json job;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const fs::path in = work / fmt::format("image_{}.bin", i);
+    write_raw(in, inputs[i]);
+    job["runs"].push_back({{"inputs", {{"image", {{"file", in.string()}, {"dims", inputs[i].shape()}}}}},
+                           {"output_dir", (work / fmt::format("ort_{}", i)).string()}});
+  }
+  const fs::path job_file = work / "job.json";
+  std::ofstream(job_file) << job.dump();
+  const std::string cmd = fmt::format("NODE_PATH='{}' '{}' '{}' '{}' '{}' 2>&1", (fs::path(FURIOSA_ORT_NODE_DIR) / "node_modules").string(),
+                                      node.string(), FURIOSA_ORT_RUN_JS, model.string(), job_file.string());
+  const auto r = test::run_command(cmd);
+  INFO(cmd << "\n" << r.out);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::map<std::string, std::vector<float>>> out;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto meta = nlohmann::json::parse(std::ifstream(work / fmt::format("ort_{}", i) / "outputs.json"));
+    CHECK(meta.at("ort").get<std::string>() == "1.30.0");
+    std::map<std::string, std::vector<float>> outs;
+    for (const auto& [name, spec] : meta.at("outputs").items()) {
+      std::size_t count = 1;
+      for (auto d : spec.at("dims")) count *= d.get<std::size_t>();
+      outs[name] = read_raw(spec.at("file").get<std::string>(), count);
+    }
+    out.push_back(std::move(outs));
+  }
+  return out;
+}
+
+// Detections' options: MLPerf's IoU 0.6 and limits; a score threshold of 0.85 (sigmoid) leaves
+// about 170 class/anchor candidates per input of the random-weight model (0.3 would leave most
+// of the 1917 x 90), so the comparison sees NMS at work below the 100-detection cap.
+postprocess::DetectOptions detect_options() {
+  postprocess::DetectOptions o;
+  o.score_threshold = 0.85f;
+  return o;
+}
+
+void compare_with_ort(const std::string& file, const char* device) {
+  const fs::path model = fs::path(FURIOSA_GENERATED_MODELS_DIR) / file;
+  INFO("model " << model.string());
+  REQUIRE(fs::exists(model));
+  runtime::RunnerOptions opts;
+  opts.device = device;
+  auto runner = runtime::create_runner(model, opts);
+
+  // Placement: one NPU program; on the host only the input's Quantize and Lower (width 300 is
+  // not a multiple of 32) and the two outputs' Dequantize.
+  const auto summary = compiler::summarize_placement(runner->compiled());
+  INFO(summary.to_string());
+  CHECK(summary.npu_programs == 1);
+  CHECK(summary.host_macs == 0);
+  CHECK(summary.npu_macs == 1'237'129'408ull);  // printed by models/ssd_mobilenet_v1.py
+  std::map<compiler::CpuOpKind, int> host_kinds;
+  for (const auto& s : runner->compiled().steps) {
+    if (s.kind == compiler::Step::Kind::Cpu) ++host_kinds[s.cpu.kind];
+  }
+  CHECK(host_kinds == std::map<compiler::CpuOpKind, int>{{compiler::CpuOpKind::Quantize, 1},
+                                                         {compiler::CpuOpKind::Lower, 1},
+                                                         {compiler::CpuOpKind::Dequantize, 2}});
+  CHECK(summary.host_steps.size() == 4);
+  CHECK(runner->partition_report().count("fallback") == 0);
+
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < kInputs; ++i) inputs.push_back(seeded_image(20261125u + static_cast<unsigned>(i)));
+  const auto ort = run_ort(model, inputs, fs::path(FURIOSA_TEST_WORK_DIR) / fs::path(file).stem());
+
+  const auto& names = runner->model().outputs;
+  REQUIRE(names.size() == 2);
+  const auto anchors = postprocess::ssd_mobilenet_v1_anchors();
+  double worst_steps = 0;
+  std::size_t detections = 0, matched_all = 0;
+  for (int i = 0; i < kInputs; ++i) {
+    const auto ours = runner->run({inputs[static_cast<std::size_t>(i)]});
+    std::map<std::string, std::span<const float>> got;
+    for (std::size_t o = 0; o < names.size(); ++o) {
+      const std::string& name = names[o].name;
+      INFO("input " << i << ", output " << name);
+      const float step = output_step(runner->compiled(), name);
+      const auto it = ort[static_cast<std::size_t>(i)].find(name);
+      REQUIRE(it != ort[static_cast<std::size_t>(i)].end());
+      const auto a = ours[o].as<float>();
+      REQUIRE(a.size() == it->second.size());
+      double worst = 0;
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        worst = std::max(worst, std::abs(static_cast<double>(a[k]) - it->second[k]) / step);
+      }
+      CHECK(worst <= 2.0 + 1e-3);
+      worst_steps = std::max(worst_steps, worst);
+      got[name] = a;
+    }
+    const auto& ref = ort[static_cast<std::size_t>(i)];
+    const auto d_ours = postprocess::detect(got.at("boxes"), got.at("scores"), 91, anchors, detect_options());
+    const auto d_ort = postprocess::detect(ref.at("boxes"), ref.at("scores"), 91, anchors, detect_options());
+    INFO("input " << i);
+    CHECK(!d_ort.empty());
+    CHECK(d_ours.size() == d_ort.size());
+    std::vector<bool> used(d_ort.size(), false);
+    for (const auto& d : d_ours) {
+      bool matched = false;
+      for (std::size_t k = 0; k < d_ort.size() && !matched; ++k) {
+        if (!used[k] && d_ort[k].class_id == d.class_id && postprocess::iou(d.box, d_ort[k].box) >= 0.99f) {
+          used[k] = matched = true;
+        }
+      }
+      INFO("detection class " << d.class_id << " anchor " << d.anchor << " score " << d.score);
+      CHECK(matched);
+      matched_all += matched ? 1 : 0;
+    }
+    detections += d_ours.size();
+  }
+  fmt::print("{}: {} inputs vs ONNX Runtime 1.30: worst output difference {:.3f} steps; {} detections in all, "
+             "{} matched with ORT; NPU share of MACs {:.2f}%, {} NPU program(s), {} host steps\n",
+             file, kInputs, worst_steps, detections, matched_all, summary.npu_mac_share_percent(), summary.npu_programs,
+             summary.host_steps.size());
+}
+
+}  // namespace
+
+TEST_CASE("SSD-MobileNet v1 QOperator agrees with ONNX Runtime", "[ssd][ort][models]") {
+  compare_with_ort("ssd_mobilenet_v1.onnx", "npu0pe0");
+}
+
+TEST_CASE("SSD-MobileNet v1 QDQ agrees with ONNX Runtime", "[ssd][ort][models]") {
+  compare_with_ort("ssd_mobilenet_v1_qdq.onnx", "npu0pe1");
+}
