@@ -2,7 +2,7 @@
 // pacing on so that host-side latency and throughput behave like the card's (docs/timing.md).
 //
 // Part "steps" walks the guide's optimization loop on each model given (default MobileNetV2 int8
-// from ../shared/models): baseline -> without_quantize -> remove Lower/Unlower ->
+// from ../shared/models and the project's detector, SSD-MobileNet v1): baseline -> without_quantize -> remove Lower/Unlower ->
 // normalized_pixel_outputs (where an output is a uint8 image) -> batch -> single vs fused PE x
 // workers -> async queue. Each step keeps the previous steps' choices and prints the measured
 // host-side figures (external operator time per inference from the profiler's
@@ -379,13 +379,16 @@ int run_questions(const Args& a) {
 int run(const Args& a) {
   if (a.part == "steps" || a.part == "all") {
     std::vector<fs::path> models = a.step_models;
-    if (models.empty()) models.emplace_back(FURIOSA_MOBILENETV2);
+    if (models.empty()) models = {FURIOSA_MOBILENETV2, FURIOSA_SSD_MOBILENET};
     fmt::print("perf-guide: the guide's steps on the simulator (timing mode, pacing on, {:.1f} s per run)\n\n",
                a.seconds);
     print_dequantize_cost();
     for (const auto& m : models) {
       if (!fs::exists(m)) {
-        throw Error(ErrorCode::IoError, fmt::format("model '{}' not found (MobileNetV2 comes from ../shared/models)", m.string()),
+        throw Error(ErrorCode::IoError,
+                    fmt::format("model '{}' not found (MobileNetV2 comes from ../shared/models, SSD-MobileNet from "
+                                "the ssd-mobilenet-model target)",
+                                m.string()),
                     ErrorSubject::of_file(m.string()));
       }
       walk_steps(m, a.seconds);
@@ -404,7 +407,8 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("--part", a.part, "steps (the optimization loop), questions (ResNet-50 claims) or all")
       ->check(CLI::IsMember({"steps", "questions", "all"}));
-  app.add_option("--model", a.step_models, "Model(s) for the steps (default: MobileNetV2 int8 from ../shared/models)");
+  app.add_option("--model", a.step_models,
+                 "Model(s) for the steps (default: MobileNetV2 int8 from ../shared/models and SSD-MobileNet v1)");
   app.add_option("--float-model", a.float_model, "ResNet-50 with float input (models/resnet50_v1_5.py)");
   app.add_option("--uint8-model", a.uint8_model, "ResNet-50 with uint8 input (--input-dtype uint8)");
   app.add_option("--seconds", a.seconds, "Seconds per measurement")->check(CLI::Range(0.1, 600.0));
