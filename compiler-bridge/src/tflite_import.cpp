@@ -11,7 +11,12 @@
 //  - CONCATENATION of uint8 inputs with other parameters than the output's: the float rescaling
 //    of reference_ops::ConcatenationWithScaling (round(q * s + b) with s = in_scale / out_scale,
 //    b = -in_zero_point * s, rounded half away from zero), as a 256-entry table;
-//  - AVERAGE_POOL_2D: reference_ops::AveragePool's integer average (furiosa::QuantizedAveragePool).
+//  - AVERAGE_POOL_2D: reference_ops::AveragePool's integer average (furiosa::QuantizedAveragePool);
+//  - RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: Resize with tflite_arithmetic = 1, the float32
+//    coordinates and uint8 truncation of reference_ops::ResizeBilinear<T>, the 10-bit fixed point
+//    of ResizeBilinearInteger for int8, reference_ops::GetNearestNeighbor (host/cpu_ops.h);
+//  - ARG_MAX / ARG_MIN: ArgMax / ArgMin on the stored values, first index on ties
+//    (reference_ops::ArgMinMax keeps the first extreme).
 // The tables and multipliers are computed here; the device only knows the generic fixed-point
 // rule (isa.h).
 #include "furiosa/compiler/tflite_import.h"
@@ -75,14 +80,19 @@ enum Builtin : int {
   kFullyConnected = 9,
   kMaxPool2d = 17,
   kReshape = 22,
+  kResizeBilinear = 23,
   kSoftmax = 25,
   kCustom = 32,
   kPad = 34,
+  kArgMax = 56,
+  kArgMin = 79,
+  kResizeNearestNeighbor = 97,
   kQuantize = 114,
 };
-constexpr std::array<int, 12> kSupported = {kAdd,           kAveragePool2d, kConcatenation, kConv2d,
-                                            kDepthwiseConv2d, kDequantize,  kFullyConnected, kMaxPool2d,
-                                            kReshape,       kSoftmax,       kPad,           kQuantize};
+constexpr std::array<int, 16> kSupported = {kAdd,          kAveragePool2d,  kConcatenation, kConv2d,
+                                            kDepthwiseConv2d, kDequantize, kFullyConnected, kMaxPool2d,
+                                            kReshape,      kResizeBilinear, kSoftmax,       kPad,
+                                            kArgMax,       kArgMin,         kResizeNearestNeighbor, kQuantize};
 
 bool is_supported(int code) { return std::find(kSupported.begin(), kSupported.end(), code) != kSupported.end(); }
 
@@ -666,6 +676,10 @@ class Importer {
       case kPad: return pad(op);
       case kQuantize: return quantize(op);
       case kDequantize: return dequantize(op);
+      case kResizeBilinear: return resize(op, true);
+      case kResizeNearestNeighbor: return resize(op, false);
+      case kArgMax: return arg_min_max(op, true);
+      case kArgMin: return arg_min_max(op, false);
       default: unsupported("is not supported");  // check_operators() already refused it
     }
   }
@@ -1153,6 +1167,114 @@ class Importer {
     add_node("DequantizeLinear", "", {nchw ? nchw_view(x) : model_view(x), scale_constant(base + "/x_scale", {xq.scale}),
                                       zero_point_constant(base + "/x_zero_point", xd, {xq.zero_point})},
              {nchw ? output_nchw(y) : output_model(y)}, {});
+  }
+
+
+  // RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR -> Resize on the NCHW view with axes [2, 3],
+  // sizes from the operator's size input, the ONNX coordinate mode of TFLite's flags
+  // (align_corners -> align_corners, half_pixel_centers -> half_pixel (bilinear) /
+  // tf_half_pixel_for_nn (nearest), neither -> asymmetric; nearest_mode round_prefer_ceil with
+  // align_corners, else floor) and tflite_arithmetic = 1 for TFLite's own float32 / integer
+  // arithmetic (host/cpu_ops.h). Quantized tensors are resized as stored values, as TFLite's
+  // kernels do (they never rescale; converters give input and output the same parameters).
+  void resize(const fb::Operator& op, bool bilinear) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 2, 2, out);
+    const int x = in[0], size = in[1], y = out[0];
+    require_constant(size, "size");
+    const DType d = dtype(x);
+    if (d != DType::Float32 && !is_quantized(d)) {
+      unsupported(fmt::format("input '{}' is {}; float32, uint8 and int8 are supported", info(x).name, dtype_name(d)));
+    }
+    if (dtype(y) != d) bad(fmt::format("input '{}' is {}, output '{}' {}", info(x).name, dtype_name(d), info(y).name, dtype_name(dtype(y))));
+    const Shape& xs = info(x).shape;
+    if (xs.size() != 4) bad(fmt::format("input '{}' must be 4-D (NHWC), has shape {}", info(x).name, shape_to_string(xs)));
+    const Tensor st = constant_tensor(size);
+    if (st.dtype() != DType::Int32 || st.elements() != 2) {
+      bad(fmt::format("size '{}' must be int32 [2] (height, width), is {} {}", info(size).name, dtype_name(st.dtype()),
+                      shape_to_string(st.shape())));
+    }
+    const std::int64_t oh = st.as<std::int32_t>()[0], ow = st.as<std::int32_t>()[1];
+    if (oh < 1 || ow < 1) bad(fmt::format("size '{}' = [{}, {}] must be positive", info(size).name, oh, ow));
+    check_output_shape(y, {xs[0], oh, ow, xs[3]});
+    bool align_corners = false, half_pixel = false;
+    if (bilinear) {
+      if (const auto* o = op.builtin_options_as_ResizeBilinearOptions()) {
+        align_corners = o->align_corners();
+        half_pixel = o->half_pixel_centers();
+      }
+      // TFLite's Prepare/kernels require it (reference_ops::ResizeBilinear checks the same).
+      if (align_corners && half_pixel) bad("align_corners and half_pixel_centers are both set; TFLite allows one at most");
+    } else {
+      if (const auto* o = op.builtin_options_as_ResizeNearestNeighborOptions()) {
+        align_corners = o->align_corners();
+        half_pixel = o->half_pixel_centers();
+      }
+      if (align_corners && half_pixel) {
+        unsupported("align_corners together with half_pixel_centers has no ONNX coordinate mode and is not supported");
+      }
+    }
+    const std::string coord = align_corners ? "align_corners"
+                              : half_pixel  ? (bilinear ? "half_pixel" : "tf_half_pixel_for_nn")
+                                            : "asymmetric";
+    std::map<std::string, Attribute> attrs = {{"mode", std::string(bilinear ? "linear" : "nearest")},
+                                              {"coordinate_transformation_mode", coord},
+                                              {"axes", std::vector<std::int64_t>{2, 3}},
+                                              {"tflite_arithmetic", std::int64_t{1}}};
+    if (!bilinear) attrs["nearest_mode"] = std::string(align_corners ? "round_prefer_ceil" : "floor");
+    Tensor sizes(DType::Int64, {2});
+    sizes.as<std::int64_t>()[0] = oh;
+    sizes.as<std::int64_t>()[1] = ow;
+    const int sv = add_constant(info(y).name + "/sizes", std::move(sizes));
+    add_node("Resize", "", {nchw_view(x), -1, -1, sv}, {output_nchw(y)}, std::move(attrs));
+  }
+
+  // ARG_MAX / ARG_MIN -> ArgMax / ArgMin (keepdims 0, first index on ties, as TFLite's
+  // reference_ops::ArgMinMax), then Cast to int32 when the output is INT32. The channel axis of
+  // a tensor that only exists in NCHW is reduced there (same result layout: [N, H, W]).
+  void arg_min_max(const fb::Operator& op, bool max) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 2, 2, out);
+    const int x = in[0], a = in[1], y = out[0];
+    require_constant(a, "axis");
+    dtype(x);
+    const Tensor at = constant_tensor(a);
+    if ((at.dtype() != DType::Int32 && at.dtype() != DType::Int64) || at.elements() != 1) {
+      bad(fmt::format("axis '{}' must be one int32/int64 value, is {} {}", info(a).name, dtype_name(at.dtype()),
+                      shape_to_string(at.shape())));
+    }
+    const Shape& xs = info(x).shape;
+    const auto rank = static_cast<std::int64_t>(xs.size());
+    std::int64_t axis = at.dtype() == DType::Int32 ? at.as<std::int32_t>()[0] : at.as<std::int64_t>()[0];
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) bad(fmt::format("axis {} is out of range for input '{}' {}", axis, info(x).name, shape_to_string(xs)));
+    const DType yd = dtype(y);
+    if (yd != DType::Int32 && yd != DType::Int64) bad(fmt::format("output '{}' is {}; ARG_MAX/ARG_MIN give int32 or int64", info(y).name, dtype_name(yd)));
+    const auto* opt_max = op.builtin_options_as_ArgMaxOptions();
+    const auto* opt_min = op.builtin_options_as_ArgMinOptions();
+    const std::optional<fb::TensorType> wanted = max ? (opt_max ? std::optional(opt_max->output_type()) : std::nullopt)
+                                                     : (opt_min ? std::optional(opt_min->output_type()) : std::nullopt);
+    if (wanted && info(y).type != *wanted) {
+      bad(fmt::format("output_type {} disagrees with the output tensor '{}' ({})", type_name(*wanted), info(y).name, type_name(info(y).type)));
+    }
+    Shape expected = xs;
+    expected.erase(expected.begin() + axis);
+    check_output_shape(y, expected);
+    const bool nchw = rank == 4 && axis == 3 && info(x).model < 0 && info(x).nchw >= 0;
+    const int xv = nchw ? nchw_view(x) : model_view(x);
+    const std::map<std::string, Attribute> attrs = {{"axis", nchw ? std::int64_t{1} : axis},
+                                                    {"keepdims", std::int64_t{0}},
+                                                    {"select_last_index", std::int64_t{0}}};
+    const char* onnx_op = max ? "ArgMax" : "ArgMin";
+    if (yd == DType::Int64) {
+      add_node(onnx_op, "", {xv}, {output_model(y)}, attrs);
+      return;
+    }
+    const int idx = add_value(info(y).name + "/int64", DType::Int64, expected);
+    add_node(onnx_op, "", {xv}, {idx}, attrs);
+    add_node("Cast", "", {idx}, {output_model(y)}, {{"to", std::int64_t{6}}}, "/int32");  // TensorProto INT32
   }
 
   const fb::Model& m_;

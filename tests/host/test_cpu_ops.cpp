@@ -833,6 +833,59 @@ TEST_CASE("cpu ops: Resize nearest on uint8 and int8, linear choices", "[compile
   CHECK(host::cpu_op_infer(tri, {&xinfo, nullptr, &sinfo}).at(0).second == Shape{2, 1, 4});
 }
 
+TEST_CASE("cpu ops: Resize with tflite_arithmetic follows TFLite's reference resize kernels", "[compiler][cpu_ops]") {
+  // [1, C=1, H, W=1] with axes [2, 3]: a column of two values resized to four rows. Expected
+  // values worked out by hand from reference_ops::ResizeBilinear<T> / ResizeBilinearInteger /
+  // GetNearestNeighbor (tensorflow/lite/kernels/internal/reference).
+  auto node = [](const std::string& mode, const std::string& coord) {
+    Node n = make_node("Resize", 4, {{"mode", mode}, {"coordinate_transformation_mode", coord},
+                                     {"axes", std::vector<std::int64_t>{2, 3}}, {"tflite_arithmetic", std::int64_t{1}}});
+    n.inputs[1] = n.inputs[2] = -1;
+    return n;
+  };
+  Tensor xu = make<std::uint8_t>(DType::UInt8, {1, 1, 2, 1}, {10, 21});
+  Tensor xs = make<std::int8_t>(DType::Int8, {1, 1, 2, 1}, {10, 21});
+  Tensor xf = f32({1, 1, 2, 1}, {10, 21});
+  Tensor sizes = i64({2}, {4, 1});
+  // asymmetric: sources 0, 0.5, 1, 1.5 (the last clamped to row 1). uint8 truncates 15.5 to 15;
+  // the int8 kernel rounds it half away from zero to 16; float32 keeps 15.5.
+  const Node asym = node("linear", "asymmetric");
+  CHECK(values<std::uint8_t>(run1(asym, {&xu, nullptr, nullptr, &sizes})) == std::vector<std::uint8_t>{10, 15, 21, 21});
+  CHECK(values<std::int8_t>(run1(asym, {&xs, nullptr, nullptr, &sizes})) == std::vector<std::int8_t>{10, 16, 21, 21});
+  CHECK(values<float>(run1(asym, {&xf, nullptr, nullptr, &sizes})) == std::vector<float>{10, 15.5f, 21, 21});
+  // half_pixel_centers: sources -0.25 (row 0 with weights 1.25 and -0.25 on the same row), 0.25,
+  // 0.75, 1.25: 10, 12.75 -> 12, 18.25 -> 18, 21.
+  CHECK(values<std::uint8_t>(run1(node("linear", "half_pixel"), {&xu, nullptr, nullptr, &sizes})) ==
+        std::vector<std::uint8_t>{10, 12, 18, 21});
+  // align_corners: scale 1/3: 10, 13.67 -> 13, 17.33 -> 17, 21.
+  CHECK(values<std::uint8_t>(run1(node("linear", "align_corners"), {&xu, nullptr, nullptr, &sizes})) ==
+        std::vector<std::uint8_t>{10, 13, 17, 21});
+  // Nearest, 3 rows -> 2: asymmetric floor(0, 1.5) = rows 0, 1; align_corners round(0, 2) = 0, 2;
+  // half_pixel_centers floor(0.75, 2.25) = 0, 2.
+  Tensor x3 = make<std::uint8_t>(DType::UInt8, {1, 1, 3, 1}, {10, 21, 32});
+  Tensor s2 = i64({2}, {2, 1});
+  CHECK(values<std::uint8_t>(run1(node("nearest", "asymmetric"), {&x3, nullptr, nullptr, &s2})) == std::vector<std::uint8_t>{10, 21});
+  CHECK(values<std::uint8_t>(run1(node("nearest", "align_corners"), {&x3, nullptr, nullptr, &s2})) == std::vector<std::uint8_t>{10, 32});
+  CHECK(values<std::uint8_t>(run1(node("nearest", "tf_half_pixel_for_nn"), {&x3, nullptr, nullptr, &s2})) ==
+        std::vector<std::uint8_t>{10, 32});
+  // 2-D: [1, 1, 2, 2] -> [1, 1, 3, 3] align_corners; the centre is the mean of the four corners
+  // (0 + 10 + 20 + 31) / 4 = 15.25 -> 15; edge midpoints 5, 25.5 -> 25, 10, 20.5 -> 20.
+  Tensor q = make<std::uint8_t>(DType::UInt8, {1, 1, 2, 2}, {0, 10, 20, 31});
+  Tensor s33 = i64({2}, {3, 3});
+  CHECK(values<std::uint8_t>(run1(node("linear", "align_corners"), {&q, nullptr, nullptr, &s33})) ==
+        std::vector<std::uint8_t>{0, 5, 10, 10, 15, 20, 20, 25, 31});
+  // The checker names what is wrong: a missing 'axes', a mode TFLite has no flag for.
+  std::string why;
+  Node no_axes = asym;
+  no_axes.attributes.erase("axes");
+  CHECK_FALSE(host::cpu_op_supported(no_axes, {DType::UInt8, DType::Float32, DType::Float32, DType::Int64}, &why));
+  CHECK_THAT(why, Catch::Contains("axes"));
+  CHECK_FALSE(host::cpu_op_supported(node("linear", "pytorch_half_pixel"), {DType::UInt8, DType::Float32, DType::Float32, DType::Int64}, &why));
+  CHECK_THAT(why, Catch::Contains("pytorch_half_pixel"));
+  CHECK_FALSE(host::cpu_op_supported(asym, {DType::Int32, DType::Float32, DType::Float32, DType::Int64}, &why));
+  CHECK_THAT(why, Catch::Contains("int32"));
+}
+
 TEST_CASE("cpu ops: TopK, ArgMax and ArgMin ties and NaN", "[compiler][cpu_ops]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Tensor x = f32({2, 4}, {3, 1, 3, 2, 5, nan, 5, 0});

@@ -612,6 +612,95 @@ TEST_CASE("TFLite: uint8 PAD, pools, ADD, CONCATENATION, CONV_2D, RESHAPE, FULLY
   }
 }
 
+TEST_CASE("TFLite: RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR, ARG_MAX and ARG_MIN run on the host", "[tflite][uint8]") {
+  std::mt19937 rng(11);
+  TfliteWriter w;
+  auto& b = w.builder();
+  const QSpec q{{0.1f}, {128}};
+  const std::vector<std::int32_t> size33 = {3, 3}, size44 = {4, 4}, axis_last = {-1}, axis3 = {3};
+  const auto size33b = bytes32(size33), size44b = bytes32(size44), axis_lastb = bytes32(axis_last), axis3b = bytes32(axis3);
+  const int x = w.tensor("x", fb::TensorType::UINT8, {1, 2, 2, 5}, &q);
+  const int s33 = w.tensor("size33", fb::TensorType::INT32, {2}, nullptr, &size33b);
+  const int s44 = w.tensor("size44", fb::TensorType::INT32, {2}, nullptr, &size44b);
+  const int a_last = w.tensor("axis_last", fb::TensorType::INT32, {1}, nullptr, &axis_lastb);
+  const int a3 = w.tensor("axis3", fb::TensorType::INT32, {1}, nullptr, &axis3b);
+  const int y = w.tensor("y", fb::TensorType::UINT8, {1, 3, 3, 5}, &q);
+  const int n = w.tensor("n", fb::TensorType::UINT8, {1, 4, 4, 5}, &q);
+  const int z = w.tensor("z", fb::TensorType::INT64, {1, 3, 3});
+  const int m = w.tensor("m", fb::TensorType::INT32, {1, 3, 3});
+  w.op(23, {x, s33}, {y}, fb::BuiltinOptions::ResizeBilinearOptions, fb::CreateResizeBilinearOptions(b, true, false).Union());
+  w.op(97, {x, s44}, {n}, fb::BuiltinOptions::ResizeNearestNeighborOptions,
+       fb::CreateResizeNearestNeighborOptions(b, false, true).Union());
+  w.op(56, {y, a3}, {z}, fb::BuiltinOptions::ArgMaxOptions, fb::CreateArgMaxOptions(b, fb::TensorType::INT64).Union());
+  w.op(79, {y, a_last}, {m}, fb::BuiltinOptions::ArgMinOptions, fb::CreateArgMinOptions(b, fb::TensorType::INT32).Union());
+  const fs::path path = write_model("resize_argmax.tflite", w.finish({x}, {y, n, z, m}));
+
+  auto runner = runtime::create_runner(path, test_options());
+  Tensor input(DType::UInt8, {1, 2, 2, 5});
+  for (auto& v : input.as<std::uint8_t>()) v = static_cast<std::uint8_t>(rng() % 256);
+  // Ties for the index rules: channels 1 and 3 of pixel (0, 0) equal and largest, channels 0
+  // and 2 equal and smallest, in all four corners (so every resized pixel ties the same way).
+  for (int p = 0; p < 4; ++p) {
+    auto* px = input.as<std::uint8_t>().data() + p * 5;
+    px[1] = px[3] = 250;
+    px[0] = px[2] = static_cast<std::uint8_t>(p);
+    px[4] = 100;
+  }
+  const auto out = runner->run({input});
+  REQUIRE(out.size() == 4);
+  const auto X = input.as<std::uint8_t>();
+  auto at = [&](int h, int wd, int c) { return static_cast<int>(X[static_cast<std::size_t>((h * 2 + wd) * 5 + c)]); };
+  // align_corners 2 -> 3 puts every output on a corner, an edge midpoint or the centre with
+  // weights 0, 1/2 or 1/4, exact in float32: TFLite's uint8 kernel truncates, so the integer
+  // floor of the mean.
+  REQUIRE(out[0].shape() == Shape{1, 3, 3, 5});
+  const auto Y = out[0].as<std::uint8_t>();
+  for (int h = 0; h < 3; ++h)
+    for (int wd = 0; wd < 3; ++wd)
+      for (int c = 0; c < 5; ++c) {
+        const std::vector<int> rows = h == 1 ? std::vector<int>{0, 1} : std::vector<int>{h / 2};
+        const std::vector<int> cols = wd == 1 ? std::vector<int>{0, 1} : std::vector<int>{wd / 2};
+        int sum = 0;
+        for (int r : rows)
+          for (int k : cols) sum += at(r, k, c);
+        const int expected = sum / static_cast<int>(rows.size() * cols.size());
+        INFO("y at " << h << "," << wd << "," << c);
+        CHECK(static_cast<int>(Y[static_cast<std::size_t>((h * 3 + wd) * 5 + c)]) == expected);
+      }
+  // half_pixel_centers nearest 2 -> 4: sources floor((o + 0.5) / 2) = 0, 0, 1, 1.
+  REQUIRE(out[1].shape() == Shape{1, 4, 4, 5});
+  const auto N = out[1].as<std::uint8_t>();
+  for (int h = 0; h < 4; ++h)
+    for (int wd = 0; wd < 4; ++wd)
+      for (int c = 0; c < 5; ++c) CHECK(static_cast<int>(N[static_cast<std::size_t>((h * 4 + wd) * 5 + c)]) == at(h / 2, wd / 2, c));
+  // ARG_MAX int64 and ARG_MIN int32 over the channels of y, first index on ties.
+  REQUIRE(out[2].dtype() == DType::Int64);
+  REQUIRE(out[2].shape() == Shape{1, 3, 3});
+  REQUIRE(out[3].dtype() == DType::Int32);
+  REQUIRE(out[3].shape() == Shape{1, 3, 3});
+  for (std::size_t p = 0; p < 9; ++p) {
+    std::size_t hi = 0, lo = 0;
+    for (std::size_t c = 1; c < 5; ++c) {
+      if (Y[p * 5 + c] > Y[p * 5 + hi]) hi = c;
+      if (Y[p * 5 + c] < Y[p * 5 + lo]) lo = c;
+    }
+    CHECK(out[2].as<std::int64_t>()[p] == static_cast<std::int64_t>(hi));
+    CHECK(out[3].as<std::int32_t>()[p] == static_cast<std::int32_t>(lo));
+  }
+  CHECK(out[2].as<std::int64_t>()[0] == 1);  // the tie 1 / 3 resolved to the first
+  CHECK(out[3].as<std::int32_t>()[0] == 0);  // the tie 0 / 2 resolved to the first
+  // All four run on the host as external operators (partition report, external steps).
+  std::size_t fallback = 0, external = 0;
+  for (const auto& e : runner->compiled().report.entries) {
+    if (e.op == "Resize" || e.op == "ArgMax" || e.op == "ArgMin") fallback += e.placement == "fallback";
+  }
+  for (const auto& step : runner->compiled().steps) {
+    external += step.kind == compiler::Step::Kind::Cpu && step.cpu.kind == compiler::CpuOpKind::External;
+  }
+  CHECK(fallback == 4);
+  CHECK(external >= 4);
+}
+
 // ---- errors ----------------------------------------------------------------------------------
 
 TEST_CASE("TFLite: an unsupported operator is an error naming its index and builtin name", "[tflite][errors]") {

@@ -7,7 +7,9 @@
 // AVERAGE_POOL_2D furiosa::QuantizedAveragePool (host), RESHAPE Reshape, SOFTMAX DequantizeLinear ->
 // Softmax -> QuantizeLinear (host, float), CONCATENATION Concat, PAD Concat with constant
 // zero-point blocks, QUANTIZE QuantizeLinear (float input) or furiosa::Requantize (8-bit input),
-// DEQUANTIZE DequantizeLinear. Every requantizing node carries TFLite's fixed-point multipliers
+// DEQUANTIZE DequantizeLinear, RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR Resize (host) with
+// tflite_arithmetic = 1 (TFLite's reference resize arithmetic, host/cpu_ops.h), ARG_MAX / ARG_MIN
+// ArgMax / ArgMin (host; + Cast for int32 outputs). Every requantizing node carries TFLite's fixed-point multipliers
 // and the clamp of its fused activation (NONE, RELU, RELU_N1_TO_1, RELU6) as the attributes of
 // graph.h, so the NPU applies TFLite's integer rule (QuantizeMultiplier,
 // SaturatingRoundingDoublingHighMul, RoundingDivideByPOT; ADD's left_shift 20) rather than ONNX's

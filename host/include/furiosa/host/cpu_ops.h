@@ -125,6 +125,17 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    formulas are the integer output dims, as ONNX Runtime (the ONNX reference uses input *
 ///    scale, which differs for align_corners when that is fractional). Refused: mode 'cubic',
 ///    antialias=1, the opset-10 two-input form.
+///    Extension for TFLite models: the int attribute tflite_arithmetic = 1 (set by the TFLite
+///    importer) computes RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR with TFLite's reference
+///    kernels instead of the formulas above: X float32, uint8 or int8; `axes` lists the two
+///    spatial axes (H before W); coordinate_transformation_mode align_corners, asymmetric, or
+///    half_pixel (linear) / tf_half_pixel_for_nn (nearest) for TFLite's align_corners /
+///    half_pixel_centers. Coordinates in float32 as TFLite's ComputeInterpolationValues and
+///    GetNearestNeighbor; linear float32/uint8 values as the generic ResizeBilinear<T> (float32
+///    sum of the four weighted taps, uint8 truncated toward zero, no rounding); linear int8 as
+///    ResizeBilinearInteger (10-bit fixed point, rounding half away from zero). Source:
+///    tensorflow/lite/kernels/internal/reference/resize_bilinear.h and
+///    resize_nearest_neighbor.h; docs/operators.md has the full rule.
 ///  - NonMaxSuppression (boxes [B, N, 4] and scores [B, C, N] float32; optional
 ///    max_output_boxes_per_class (int64, default 0: no output), iou_threshold (default 0),
 ///    score_threshold (default: none)): center_point_box 0 (any two opposite corners) or 1.

@@ -27,7 +27,8 @@ using Attribute = std::variant<std::int64_t, float, std::string, std::vector<std
 /// `fixed_point_left_shift` (int) and `fixed_point_multiplier` / `fixed_point_shift` (ints [a, b,
 /// y]) with `output_min` / `output_max` select isa::FixedPointAdd; on furiosa::Requantize,
 /// `table` (256 ints) is isa::RequantizeParams::table; on QuantizeLinear, `rounding` =
-/// "half_away_from_zero" replaces ONNX's half-to-even rounding. QLinearMatMul may have a 9th
+/// "half_away_from_zero" replaces ONNX's half-to-even rounding; on Resize, `tflite_arithmetic` = 1
+/// (int) selects TFLite's reference resize kernels (cpu_ops.h). QLinearMatMul may have a 9th
 /// input, an int32 bias [N] added to the accumulator (TFLite FULLY_CONNECTED).
 struct OpNode {
   std::string name;      ///< ONNX node name, or "<op_type>_<index>" when the model has none
