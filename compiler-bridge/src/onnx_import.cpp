@@ -178,7 +178,8 @@ Tensor constant_node_value(const onnx::NodeProto& n, const std::string& name, co
 
 Graph graph_from_model(const onnx::ModelProto& model, const std::string& source) {
   if (!model.has_graph()) {
-    throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: the model has no graph", source));
+    throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: the model has no graph", source),
+                ErrorSubject::of_file(source));
   }
   const auto& g = model.graph();
   Graph graph;
@@ -272,12 +273,15 @@ Graph graph_from_model(const onnx::ModelProto& model, const std::string& source)
 std::string read_file(const std::filesystem::path& path, ErrorCode code, const char* what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(code, fmt::format("{} '{}' does not exist or is not a file", what, path.string()));
+    throw Error(code, fmt::format("{} '{}' does not exist or is not a file", what, path.string()),
+                ErrorSubject::of_file(path.string()));
   }
   std::ifstream f(path, std::ios::binary);
   std::ostringstream ss;
   ss << f.rdbuf();
-  if (!f) throw Error(code, fmt::format("cannot read {} '{}'", what, path.string()));
+  if (!f) {
+    throw Error(code, fmt::format("cannot read {} '{}'", what, path.string()), ErrorSubject::of_file(path.string()));
+  }
   return ss.str();
 }
 
@@ -287,11 +291,13 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& source) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) {
     throw Error(ErrorCode::ModelLoadFailed,
-                fmt::format("'{}' is not a valid ONNX model (truncated or not a ModelProto)", source));
+                fmt::format("'{}' is not a valid ONNX model (truncated or not a ModelProto)", source),
+                ErrorSubject::of_file(source));
   }
   if (!model.has_graph() || model.graph().node_size() == 0) {
     throw Error(ErrorCode::ModelLoadFailed,
-                fmt::format("'{}' is not a valid ONNX model (no graph nodes)", source));
+                fmt::format("'{}' is not a valid ONNX model (no graph nodes)", source),
+                ErrorSubject::of_file(source));
   }
   return graph_from_model(model, source);
 }

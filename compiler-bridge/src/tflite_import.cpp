@@ -159,12 +159,16 @@ std::string read_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw Error(ErrorCode::ModelLoadFailed,
-                fmt::format("model file '{}' does not exist or is not a file", path.string()));
+                fmt::format("model file '{}' does not exist or is not a file", path.string()),
+                ErrorSubject::of_file(path.string()));
   }
   std::ifstream f(path, std::ios::binary);
   std::ostringstream ss;
   ss << f.rdbuf();
-  if (!f) throw Error(ErrorCode::ModelLoadFailed, fmt::format("cannot read model file '{}'", path.string()));
+  if (!f) {
+    throw Error(ErrorCode::ModelLoadFailed, fmt::format("cannot read model file '{}'", path.string()),
+                ErrorSubject::of_file(path.string()));
+  }
   return ss.str();
 }
 
@@ -210,7 +214,7 @@ class Importer {
  private:
   // ---- errors -----------------------------------------------------------------------------------
   [[noreturn]] void load_failed(const std::string& msg) const {
-    throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: {}", source_, msg));
+    throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: {}", source_, msg), ErrorSubject::of_file(source_));
   }
   std::string where() const {
     return op_index_ < 0 ? source_ : fmt::format("{}: operator {} ({})", source_, op_index_, op_name_);
@@ -1308,13 +1312,15 @@ bool is_tflite_bytes(const std::string& bytes) noexcept {
 Graph import_tflite_bytes(const std::string& bytes, const std::string& source) {
   if (!is_tflite_bytes(bytes)) {
     throw Error(ErrorCode::ModelLoadFailed,
-                fmt::format("'{}' is not a TFLite model (no \"TFL3\" identifier at byte 4)", source));
+                fmt::format("'{}' is not a TFLite model (no \"TFL3\" identifier at byte 4)", source),
+                ErrorSubject::of_file(source));
   }
   flatbuffers::Verifier verifier(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
   if (!fb::VerifyModelBuffer(verifier)) {
     throw Error(ErrorCode::ModelLoadFailed,
                 fmt::format("'{}' is not a valid TFLite model (the FlatBuffer fails verification: truncated or "
-                            "corrupt)", source));
+                            "corrupt)", source),
+                ErrorSubject::of_file(source));
   }
   return Importer(*fb::GetModel(bytes.data()), source).run();
 }
