@@ -1,0 +1,43 @@
+// The model repository of furiosa-serve: a folder MODEL_NAME/VERSION/model.{onnx,tflite,enf} with
+// an optional MODEL_NAME/config.json, the layout of Triton's and KServe's model repositories.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace furiosa::server {
+
+/// Per-model serving options, read from MODEL_NAME/config.json (every key optional):
+///   {"device": "npu0pe0", "worker_num": 2, "batch_size": 1, "max_inflight": 64}
+struct ModelConfig {
+  /// Device spec (FuriosaAI syntax, device/device_spec.h); "" = the runtime's default
+  /// (FURIOSA_DEVICES, else NPU_DEVNAME, else warboy(2)*1).
+  std::string device;
+  int worker_num = 2;           ///< host workers of the model's queue (>= 1)
+  std::int64_t batch_size = 1;  ///< model batch bound to a symbolic dim 0 (>= 1)
+  /// Requests of this model admitted at once (submitted, not yet answered); more are answered
+  /// 429 / RESOURCE_EXHAUSTED at once (>= 1).
+  std::size_t max_inflight = 64;
+};
+
+/// One servable model: the highest numeric VERSION folder of MODEL_NAME holding a model file.
+struct ModelEntry {
+  std::string name;                   ///< MODEL_NAME
+  std::string version;                ///< the version served
+  std::vector<std::string> versions;  ///< every version folder with a model file, ascending
+  std::filesystem::path path;         ///< the served version's model file
+  std::string platform;               ///< "onnx", "tflite" or "furiosa_enf", from the file name
+  ModelConfig config;
+};
+
+/// Scans `dir`. A model folder without any VERSION/model.* file, a version folder name that is
+/// not a non-negative integer, or a config.json that is not a JSON object of the keys above with
+/// the right types is Error(ModelLoadFailed) naming the file; a missing `dir` is
+/// Error(InvalidArgument) naming it. Models are returned sorted by name; an empty repository is
+/// allowed (the server then reports ready with no models).
+std::vector<ModelEntry> scan_model_repository(const std::filesystem::path& dir);
+
+}  // namespace furiosa::server

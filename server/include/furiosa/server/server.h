@@ -1,0 +1,71 @@
+// furiosa-serve's inference server: the Open Inference Protocol (KServe v2) over HTTP/REST
+// (Boost.Beast on Boost.Asio) in front of one runtime queue per model, with Prometheus metrics.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "furiosa/server/model_repository.h"
+
+namespace furiosa::server {
+
+/// Options of an InferenceServer (furiosa-serve's command line).
+struct ServerOptions {
+  std::filesystem::path model_repository;  ///< MODEL_NAME/VERSION/model.* (model_repository.h)
+  std::string host = "0.0.0.0";           ///< address to listen on
+  std::uint16_t http_port = 8000;          ///< 0 = any free port (see http_port())
+  int http_threads = 2;                    ///< threads running the HTTP connections (>= 1)
+  std::size_t max_body_bytes = 256u << 20;  ///< larger request bodies are answered 413
+};
+
+/// The server. Routes (required_api.md "HTTP/REST"):
+///   GET  /v2/health/live, /v2/health/ready                 200 or 400/503
+///   GET  /v2                                               server metadata
+///   GET  /v2/models/NAME[/versions/V][/ready]              model metadata / readiness
+///   POST /v2/models/NAME[/versions/V]/infer                inference (JSON or binary extension)
+///   GET  /metrics                                          Prometheus text format
+/// Inference answers: 200, 400 (bad request; the message names the tensor), 404 (unknown model
+/// or version), 429 (max_inflight requests of that model already admitted: rejected at once),
+/// 500 (the request's device or runtime error), 503 (shutting down). Every request gets exactly
+/// one answer.
+///
+/// Thread-safety: start(), wait() and shutdown() may be called from any thread; shutdown() is
+/// idempotent. The destructor shuts down and waits.
+class InferenceServer {
+ public:
+  /// Scans the repository and loads every model (compile + device open), printing one line per
+  /// model to `log`. Throws the runtime's errors (ModelLoadFailed, DeviceBusy, ...) naming the
+  /// model, and InvalidArgument for a bad repository or option.
+  InferenceServer(ServerOptions options, std::ostream& log);
+  ~InferenceServer();
+  InferenceServer(const InferenceServer&) = delete;
+  InferenceServer& operator=(const InferenceServer&) = delete;
+
+  /// Binds and listens, starts the HTTP threads and prints "HTTP: ADDR:PORT" to the log. Throws
+  /// Error(InvalidArgument) naming the address when it cannot listen there.
+  void start();
+  /// The bound HTTP port (after start()).
+  std::uint16_t http_port() const;
+  /// Graceful shutdown: stops accepting connections, answers requests already received
+  /// (in-flight inferences complete), then stops the threads. Returns at once; wait() blocks
+  /// until done. Idempotent; safe from any thread (not from a signal handler: furiosa-serve
+  /// waits for SIGTERM with sigwait on its main thread and calls it there).
+  void shutdown();
+  /// Blocks until the server has shut down (after shutdown(); or at once when never started):
+  /// joins the HTTP threads and drains every model's queue.
+  void wait();
+
+  /// The models served.
+  std::vector<ModelEntry> models() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace furiosa::server

@@ -1,0 +1,97 @@
+// Model repository scanning (model_repository.h).
+#include "furiosa/server/model_repository.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "furiosa/core/error.h"
+
+namespace furiosa::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void bad_file(const fs::path& file, const std::string& message) {
+  throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: {}", file.string(), message),
+              ErrorSubject::of_file(file.string()));
+}
+
+bool is_version(const std::string& name) {
+  return !name.empty() && name.size() <= 18 && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+ModelConfig read_config(const fs::path& file) {
+  ModelConfig config;
+  std::ifstream in(file);
+  if (!in) bad_file(file, "cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) bad_file(file, "not a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    auto positive = [&](std::int64_t minimum) {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < minimum) {
+        bad_file(file, fmt::format("\"{}\" must be an integer >= {}", key, minimum));
+      }
+      return value.get<std::int64_t>();
+    };
+    if (key == "device") {
+      if (!value.is_string()) bad_file(file, "\"device\" must be a device spec string");
+      config.device = value.get<std::string>();
+    } else if (key == "worker_num") {
+      config.worker_num = static_cast<int>(std::min<std::int64_t>(positive(1), 1024));
+    } else if (key == "batch_size") {
+      config.batch_size = positive(1);
+    } else if (key == "max_inflight") {
+      config.max_inflight = static_cast<std::size_t>(positive(1));
+    } else {
+      bad_file(file, fmt::format("unknown key \"{}\" (known: device, worker_num, batch_size, max_inflight)", key));
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+std::vector<ModelEntry> scan_model_repository(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw Error(ErrorCode::InvalidArgument, fmt::format("model repository '{}' is not a folder", dir.string()),
+                ErrorSubject::of_file(dir.string()));
+  }
+  std::vector<ModelEntry> models;
+  for (const auto& model_dir : fs::directory_iterator(dir)) {
+    if (!model_dir.is_directory()) continue;
+    ModelEntry entry;
+    entry.name = model_dir.path().filename().string();
+    std::vector<std::pair<std::uint64_t, fs::path>> found;
+    for (const auto& version_dir : fs::directory_iterator(model_dir.path())) {
+      if (!version_dir.is_directory()) continue;
+      const std::string version = version_dir.path().filename().string();
+      if (!is_version(version)) bad_file(version_dir.path(), "a version folder must be named by a non-negative integer");
+      for (const char* file : {"model.onnx", "model.tflite", "model.enf"}) {
+        if (fs::is_regular_file(version_dir.path() / file, ec)) {
+          found.emplace_back(std::stoull(version), version_dir.path() / file);
+          break;
+        }
+      }
+    }
+    if (found.empty()) bad_file(model_dir.path(), "no VERSION/model.onnx, model.tflite or model.enf");
+    std::sort(found.begin(), found.end());
+    for (const auto& [v, p] : found) entry.versions.push_back(std::to_string(v));
+    entry.version = entry.versions.back();
+    entry.path = found.back().second;
+    const auto ext = entry.path.extension().string();
+    entry.platform = ext == ".onnx" ? "onnx" : ext == ".tflite" ? "tflite" : "furiosa_enf";
+    if (fs::is_regular_file(model_dir.path() / "config.json", ec)) entry.config = read_config(model_dir.path() / "config.json");
+    models.push_back(std::move(entry));
+  }
+  std::sort(models.begin(), models.end(), [](const ModelEntry& a, const ModelEntry& b) { return a.name < b.name; });
+  return models;
+}
+
+}  // namespace furiosa::server

@@ -1,0 +1,86 @@
+// Model repository scanning (server/model_repository.h): versions, config.json, refusals.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "furiosa/core/error.h"
+#include "furiosa/server/model_repository.h"
+#include "test_support.h"
+
+using namespace furiosa;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("furiosa-repo-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void link_model(const fs::path& dir, const std::string& relative_shared) {
+  fs::create_directories(dir.parent_path());
+  fs::create_symlink(furiosa::test::shared_model(relative_shared), dir);
+}
+
+void write(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+}  // namespace
+
+TEST_CASE("the model repository serves each model's highest version with its config", "[server]") {
+  const auto repo = fresh_dir("ok");
+  link_model(repo / "mnist" / "1" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  link_model(repo / "mnist" / "10" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  link_model(repo / "mnist" / "2" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  write(repo / "mnist" / "config.json", R"({"device": "npu0pe1", "worker_num": 3, "max_inflight": 7})");
+  link_model(repo / "digits" / "1" / "model.tflite",
+             "furiosa-sdk/MNISTnet_uint8_quant_without_softmax/MNISTnet_uint8_quant_without_softmax.tflite");
+  auto models = server::scan_model_repository(repo);
+  REQUIRE(models.size() == 2);
+  CHECK(models[0].name == "digits");
+  CHECK(models[0].platform == "tflite");
+  CHECK(models[0].config.device.empty());
+  CHECK(models[0].config.max_inflight == 64);
+  CHECK(models[1].name == "mnist");
+  CHECK(models[1].version == "10");
+  CHECK(models[1].versions == std::vector<std::string>{"1", "2", "10"});
+  CHECK(models[1].config.device == "npu0pe1");
+  CHECK(models[1].config.worker_num == 3);
+  CHECK(models[1].config.max_inflight == 7);
+  fs::remove_all(repo);
+}
+
+TEST_CASE("bad model repositories are refused naming the file", "[server]") {
+  CHECK_THROWS_WITH(server::scan_model_repository("/nonexistent/repo"), Catch::Contains("/nonexistent/repo"));
+
+  const auto repo = fresh_dir("bad");
+  fs::create_directories(repo / "empty" / "1");
+  CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("empty") && Catch::Contains("no VERSION/model"));
+  fs::remove_all(repo / "empty");
+
+  link_model(repo / "m" / "v1" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("v1") && Catch::Contains("non-negative integer"));
+  fs::remove_all(repo / "m");
+
+  link_model(repo / "m" / "1" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  write(repo / "m" / "config.json", R"({"workers": 2})");
+  try {
+    server::scan_model_repository(repo);
+    FAIL("unknown key accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::ModelLoadFailed);
+    CHECK_THAT(e.what(), Catch::Contains("config.json") && Catch::Contains("unknown key \"workers\""));
+    CHECK_THAT(e.file(), Catch::EndsWith("config.json"));
+  }
+  write(repo / "m" / "config.json", R"({"max_inflight": 0})");
+  CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("\"max_inflight\" must be an integer >= 1"));
+  write(repo / "m" / "config.json", "[1, 2]");
+  CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("not a JSON object"));
+  fs::remove_all(repo);
+}

@@ -1,0 +1,309 @@
+"""furiosa-serve end to end, from Python clients over loopback: the Open Inference Protocol's
+health, metadata and inference endpoints (JSON and binary tensor data), outputs equal bit for bit
+to the C++ Runner's (furiosa-run), errors, load with backpressure, Prometheus metrics, and a
+graceful SIGTERM. Run by ctest (tests/CMakeLists.txt) with FURIOSA_SERVE, FURIOSA_RUN and
+FURIOSA_SHARED_MODELS_DIR set."""
+
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+MNIST = "onnx-zoo/mnist-12-int8"
+MOBILENET = "onnx-zoo/mobilenetv2-12-int8"
+DIGITS = "furiosa-sdk/MNISTnet_uint8_quant_without_softmax"
+
+
+def env_path(name):
+    value = os.environ.get(name)
+    if not value or not pathlib.Path(value).exists():
+        pytest.fail(f"{name}={value!r} is not an existing path (run through ctest)")
+    return pathlib.Path(value)
+
+
+SHARED = env_path("FURIOSA_SHARED_MODELS_DIR")
+SERVE = env_path("FURIOSA_SERVE")
+RUN = env_path("FURIOSA_RUN")
+
+
+def read_pb(path):
+    import onnx
+    from onnx import numpy_helper
+
+    t = onnx.TensorProto()
+    t.ParseFromString(pathlib.Path(path).read_bytes())
+    return numpy_helper.to_array(t)
+
+
+def model_file(relative):
+    folder = SHARED / relative
+    files = sorted(folder.glob("*.onnx")) + sorted(folder.glob("*.tflite"))
+    if not files:
+        pytest.fail(f"no model in {folder} (../shared/models)")
+    return files[0]
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    """furiosa-run's outputs (the C++ Runner) for test_data_set_0 of mnist and MobileNetV2,
+    computed before any server holds a device."""
+    out = {}
+    for relative in (MNIST, MOBILENET):
+        data = SHARED / relative / "test_data_set_0"
+        out_dir = tmp_path_factory.mktemp("ref")
+        name = "Input3" if relative == MNIST else "input"
+        subprocess.run([str(RUN), str(model_file(relative)), "--input", f"{name}={data / 'input_0.pb'}",
+                        "--output-dir", str(out_dir)], check=True, capture_output=True)
+        out[relative] = (read_pb(data / "input_0.pb"), {p.stem: np.load(p) for p in out_dir.glob("*.npy")})
+    return out
+
+
+class Server:
+    """A furiosa-serve process on a free loopback port over a model repository."""
+
+    def __init__(self, repo):
+        self.proc = subprocess.Popen([str(SERVE), "--model-repository", str(repo), "--host", "127.0.0.1",
+                                      "--http-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        self.lines = []
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                pytest.fail("furiosa-serve exited: " + "".join(self.lines))
+            self.lines.append(line)
+            m = re.match(r"HTTP: 127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.url = f"http://127.0.0.1:{m.group(1)}"
+                return
+        pytest.fail("furiosa-serve did not start listening")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rest, _ = self.proc.communicate(timeout=120)
+        self.lines.append(rest)
+        return self.proc.returncode
+
+
+def make_repo(root, models):
+    """models: {name: (relative shared folder, config dict)}."""
+    for name, (relative, config) in models.items():
+        src = model_file(relative)
+        version = root / name / "1"
+        version.mkdir(parents=True)
+        (version / f"model{src.suffix}").symlink_to(src)
+        (root / name / "config.json").write_text(json.dumps(config))
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(references, tmp_path_factory):
+    repo = make_repo(tmp_path_factory.mktemp("repo"), {
+        "mnist": (MNIST, {"device": "npu0pe0", "worker_num": 2}),
+        "mobilenet": (MOBILENET, {"device": "npu0pe1", "worker_num": 2}),
+    })
+    s = Server(repo)
+    yield s
+    assert s.stop() == 0, "".join(s.lines)
+
+
+def test_startup_lines(server):
+    text = "".join(server.lines)
+    assert "model mnist version 1:" in text and "model mobilenet version 1:" in text
+
+
+def test_health_and_metadata(server):
+    assert requests.get(server.url + "/v2/health/live").status_code == 200
+    assert requests.get(server.url + "/v2/health/ready").status_code == 200
+    meta = requests.get(server.url + "/v2").json()
+    assert meta["name"] == "furiosa-serve" and "binary_tensor_data" in meta["extensions"]
+    m = requests.get(server.url + "/v2/models/mnist").json()
+    assert m["name"] == "mnist" and m["versions"] == ["1"] and m["platform"] == "onnx"
+    assert m["inputs"] == [{"name": "Input3", "datatype": "FP32", "shape": [1, 1, 28, 28]}]
+    assert requests.get(server.url + "/v2/models/mnist/versions/1").json() == m
+    assert requests.get(server.url + "/v2/models/mnist/ready").status_code == 200
+    assert requests.get(server.url + "/v2/models/mnist/versions/1/ready").status_code == 200
+    r = requests.get(server.url + "/v2/models/nosuch")
+    assert r.status_code == 404 and "nosuch" in r.json()["error"]
+    assert requests.get(server.url + "/v2/models/mnist/versions/7").status_code == 404
+
+
+def test_json_infer_equals_runner(server, references):
+    x, expected = references[MNIST]
+    body = {"id": "q1", "inputs": [{"name": "Input3", "datatype": "FP32", "shape": list(x.shape),
+                                    "data": x.flatten().tolist()}]}
+    r = requests.post(server.url + "/v2/models/mnist/infer", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["id"] == "q1" and out["model_name"] == "mnist"
+    (o,) = out["outputs"]
+    y = np.array(o["data"], dtype=np.float32).reshape(o["shape"])
+    ref = expected[o["name"]]
+    assert o["datatype"] == "FP32" and y.shape == ref.shape
+    assert np.array_equal(y, ref), "JSON output differs from the C++ Runner's"
+
+
+def binary_infer(url, model, name, x, outputs=None):
+    header = {"inputs": [{"name": name, "datatype": "FP32", "shape": list(x.shape),
+                          "parameters": {"binary_data_size": x.nbytes}}],
+              "parameters": {"binary_data_output": True}}
+    if outputs:
+        header["outputs"] = [{"name": n} for n in outputs]
+    text = json.dumps(header).encode()
+    return requests.post(f"{url}/v2/models/{model}/infer", data=text + x.astype(np.float32).tobytes(),
+                         headers={"Inference-Header-Content-Length": str(len(text)),
+                                  "Content-Type": "application/octet-stream"})
+
+
+def test_binary_infer_equals_runner(server, references):
+    x, expected = references[MOBILENET]
+    r = binary_infer(server.url, "mobilenet", "input", x)
+    assert r.status_code == 200, r.text
+    n = int(r.headers["Inference-Header-Content-Length"])
+    header = json.loads(r.content[:n])
+    (o,) = header["outputs"]
+    size = o["parameters"]["binary_data_size"]
+    y = np.frombuffer(r.content[n:n + size], dtype=np.float32).reshape(o["shape"])
+    assert len(r.content) == n + size
+    assert np.array_equal(y, expected[o["name"]]), "binary output differs from the C++ Runner's"
+
+
+def test_bad_requests_name_the_problem(server, references):
+    x, _ = references[MNIST]
+    url = server.url + "/v2/models/mnist/infer"
+    r = requests.post(url, json={"inputs": [{"name": "Input3", "datatype": "FP32", "shape": [1, 28, 28],
+                                             "data": x.flatten().tolist()}]})
+    assert r.status_code == 400 and "Input3" in r.json()["error"] and "shape" in r.json()["error"]
+    r = requests.post(url, json={"inputs": [{"name": "Input3", "datatype": "UINT8", "shape": [1, 1, 28, 28],
+                                             "data": [0] * 784}]})
+    assert r.status_code == 400 and "datatype UINT8" in r.json()["error"]
+    r = requests.post(url, data=b"{oops")
+    assert r.status_code == 400 and "JSON" in r.json()["error"]
+    r = binary_infer(server.url, "mnist", "Input3", x, outputs=["no_such_output"])
+    assert r.status_code == 400 and "no_such_output" in r.json()["error"]
+    assert requests.get(server.url + "/v2/nothing").status_code == 404
+    # The server still answers after the errors.
+    assert binary_infer(server.url, "mnist", "Input3", x).status_code == 200
+
+
+def test_metrics_are_prometheus_text(server, references):
+    x, _ = references[MNIST]
+    for _ in range(3):
+        assert binary_infer(server.url, "mnist", "Input3", x).status_code == 200
+    text = requests.get(server.url + "/metrics").text
+    families = {f.name: f for f in text_string_to_metric_families(text)}  # raises on bad syntax
+    requests_total = families["furiosa_serve_requests"]
+    ok = [s.value for s in requests_total.samples
+          if s.name == "furiosa_serve_requests_total" and s.labels == {"model": "mnist", "outcome": "success"}]
+    assert ok and ok[0] >= 3
+    assert "furiosa_serve_request_duration_seconds" in families
+    assert "furiosa_serve_inflight_requests" in families
+
+
+def test_load_two_models_every_request_answered_once(references, tmp_path):
+    """5,000 requests from 32 concurrent clients against two models: each answered once with 200
+    or 429 (max_inflight 8 per model against 16 clients each), no 5xx."""
+    repo = make_repo(tmp_path / "repo", {
+        "mnist": (MNIST, {"device": "npu0pe0", "worker_num": 2, "max_inflight": 8}),
+        "digits": (DIGITS, {"device": "npu0pe1", "worker_num": 2, "max_inflight": 8}),
+    })
+    s = Server(repo)
+    try:
+        x, expected = references[MNIST]
+        mnist_ref = next(iter(expected.values()))
+        digits_x = np.zeros((1, 28, 28, 1), np.uint8)
+        total, clients = 5000, 32
+        statuses, latencies, wrong = [], [], []
+        lock = threading.Lock()
+
+        def client(k):
+            session = requests.Session()
+            for i in range(k, total, clients):
+                t0 = time.perf_counter()
+                if i % 2 == 0:
+                    r = binary_infer(s.url, "mnist", "Input3", x)
+                else:
+                    header = json.dumps({"inputs": [{"name": "input", "datatype": "UINT8", "shape": [1, 28, 28, 1],
+                                                     "parameters": {"binary_data_size": 784}}]}).encode()
+                    r = session.post(s.url + "/v2/models/digits/infer", data=header + digits_x.tobytes(),
+                                     headers={"Inference-Header-Content-Length": str(len(header))})
+                dt = time.perf_counter() - t0
+                with lock:
+                    statuses.append(r.status_code)
+                    latencies.append(dt)
+                    if i % 2 == 0 and r.status_code == 200:
+                        n = int(r.headers["Inference-Header-Content-Length"])
+                        y = np.frombuffer(r.content[n:], dtype=np.float32).reshape(mnist_ref.shape)
+                        if not np.array_equal(y, mnist_ref):
+                            wrong.append(i)
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - t0
+        assert len(statuses) == total
+        counts = {c: statuses.count(c) for c in set(statuses)}
+        assert set(counts) <= {200, 429}, counts
+        assert counts.get(200, 0) > 0 and not wrong
+        p99 = float(np.percentile(latencies, 99)) * 1e3
+        print(f"\nload: {total} requests, 32 clients, {elapsed:.1f} s ({total / elapsed:.0f}/s), "
+              f"statuses {counts}, p50 {np.percentile(latencies, 50) * 1e3:.1f} ms, p99 {p99:.1f} ms")
+    finally:
+        assert s.stop() == 0, "".join(s.lines)
+
+
+def test_sigterm_answers_requests_in_flight(references, tmp_path):
+    """With max_inflight requests admitted, one more is answered 429 at once; SIGTERM while they
+    run: each admitted one is answered 200 with the right outputs, then the server exits 0."""
+    repo = make_repo(tmp_path / "repo", {"mobilenet": (MOBILENET, {"device": "npu0pe0-1", "worker_num": 2,
+                                                                   "max_inflight": 16})})
+    s = Server(repo)
+    x, expected = references[MOBILENET]
+    ref = next(iter(expected.values()))
+    n = 16
+    results = [None] * n
+
+    def client(i):
+        try:
+            r = binary_infer(s.url, "mobilenet", "input", x)
+            k = int(r.headers.get("Inference-Header-Content-Length", 0))
+            ok = r.status_code == 200 and np.array_equal(
+                np.frombuffer(r.content[k:], dtype=np.float32).reshape(ref.shape), ref)
+            results[i] = (r.status_code, ok)
+        except requests.RequestException as e:
+            results[i] = ("unanswered", str(e))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    # Wait until every request is admitted (in-flight gauge), then send SIGTERM.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        metrics = requests.get(s.url + "/metrics").text
+        m = re.search(r'furiosa_serve_inflight_requests\{model="mobilenet"\} (\d+)', metrics)
+        if m and int(float(m.group(1))) >= n:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the requests were not all admitted")
+    rejected = binary_infer(s.url, "mobilenet", "input", x)
+    assert rejected.status_code == 429 and "max_inflight" in rejected.json()["error"]
+    code = s.stop()
+    for t in threads:
+        t.join()
+    assert code == 0, "".join(s.lines)
+    assert results == [(200, True)] * n, results
+    assert "shutting down (SIGTERM)" in "".join(s.lines)

@@ -1,0 +1,165 @@
+// KServe v2 request decoding and response encoding (server/v2_protocol.h) on the real
+// mnist-12-int8 input and the model's descriptions.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+
+#include "furiosa/core/error.h"
+#include "furiosa/runtime/runner.h"
+#include "furiosa/runtime/tensor_file.h"
+#include "furiosa/server/v2_protocol.h"
+#include "test_support.h"
+
+using namespace furiosa;
+using nlohmann::json;
+
+namespace {
+
+runtime::Model mnist_model() {
+  return runtime::describe_model(furiosa::test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"));
+}
+
+Tensor mnist_input() {
+  return runtime::load_tensor_file(furiosa::test::shared_model("onnx-zoo/mnist-12-int8/test_data_set_0/input_0.pb"));
+}
+
+json json_request(const runtime::TensorDesc& d, const Tensor& t) {
+  json data = json::array();
+  for (float v : t.as<float>()) data.push_back(v);
+  return {{"id", "r1"}, {"inputs", json::array({{{"name", d.name}, {"datatype", "FP32"}, {"shape", d.shape}, {"data", data}}})}};
+}
+
+void require_invalid(const std::string& body, std::optional<std::size_t> header, const runtime::Model& m,
+                     const std::string& fragment, const std::string& tensor = "") {
+  try {
+    server::decode_infer_request(body, header, m.inputs);
+    FAIL("no error for: " << fragment);
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK_THAT(e.what(), Catch::Contains(fragment));
+    if (!tensor.empty()) CHECK(e.tensor() == tensor);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("v2 datatypes map to the runtime's dtypes", "[server]") {
+  CHECK(server::v2_datatype(DType::Float32) == "FP32");
+  CHECK(server::v2_datatype(DType::UInt8) == "UINT8");
+  CHECK(server::dtype_of_v2("INT64") == DType::Int64);
+  CHECK_FALSE(server::dtype_of_v2("FP16").has_value());
+  CHECK_FALSE(server::dtype_of_v2("BYTES").has_value());
+}
+
+TEST_CASE("a JSON inference request decodes to the real input, flat or nested", "[server]") {
+  const auto m = mnist_model();
+  const auto& d = m.inputs.at(0);
+  const Tensor x = mnist_input();
+  auto request = server::decode_infer_request(json_request(d, x).dump(), std::nullopt, m.inputs);
+  REQUIRE(request.inputs.size() == 1);
+  CHECK(request.id == "r1");
+  CHECK(request.inputs[0].shape() == d.shape);
+  CHECK(std::memcmp(request.inputs[0].bytes().data(), x.bytes().data(), x.size_bytes()) == 0);
+
+  // Nested [1][1][28][28] data decodes to the same bytes.
+  json nested = json::array();
+  auto v = x.as<float>();
+  json rows = json::array();
+  for (int r = 0; r < 28; ++r) {
+    json row = json::array();
+    for (int c = 0; c < 28; ++c) row.push_back(v[static_cast<std::size_t>(r * 28 + c)]);
+    rows.push_back(row);
+  }
+  json body = json_request(d, x);
+  body["inputs"][0]["data"] = json::array({json::array({rows})});
+  auto again = server::decode_infer_request(body.dump(), std::nullopt, m.inputs);
+  CHECK(std::memcmp(again.inputs[0].bytes().data(), x.bytes().data(), x.size_bytes()) == 0);
+}
+
+TEST_CASE("the binary tensor data extension carries raw input bytes after the JSON header", "[server]") {
+  const auto m = mnist_model();
+  const auto& d = m.inputs.at(0);
+  const Tensor x = mnist_input();
+  json header = {{"inputs", json::array({{{"name", d.name}, {"datatype", "FP32"}, {"shape", d.shape},
+                                          {"parameters", {{"binary_data_size", x.size_bytes()}}}}})},
+                 {"outputs", json::array({{{"name", m.outputs[0].name}, {"parameters", {{"binary_data", true}}}}})}};
+  std::string text = header.dump();
+  std::string body = text + std::string(reinterpret_cast<const char*>(x.bytes().data()), x.size_bytes());
+  auto request = server::decode_infer_request(body, text.size(), m.inputs);
+  CHECK(std::memcmp(request.inputs[0].bytes().data(), x.bytes().data(), x.size_bytes()) == 0);
+
+  // The output asked as binary comes back as bytes after the response JSON.
+  Tensor y(DType::Float32, {1, 10});
+  for (int i = 0; i < 10; ++i) y.as<float>()[static_cast<std::size_t>(i)] = static_cast<float>(i) * 0.5f;
+  auto encoded = server::encode_infer_response("mnist", "1", request, m.outputs, {y});
+  REQUIRE(encoded.header_length.has_value());
+  auto response = json::parse(encoded.body.substr(0, *encoded.header_length));
+  CHECK(response["model_name"] == "mnist");
+  CHECK(response["outputs"][0]["parameters"]["binary_data_size"] == 40);
+  CHECK(response["outputs"][0]["shape"] == json::array({1, 10}));
+  REQUIRE(encoded.body.size() == *encoded.header_length + 40);
+  CHECK(std::memcmp(encoded.body.data() + *encoded.header_length, y.bytes().data(), 40) == 0);
+
+  // Without binary_data the output is JSON data.
+  server::InferRequest plain;
+  auto json_encoded = server::encode_infer_response("mnist", "1", plain, m.outputs, {y});
+  CHECK_FALSE(json_encoded.header_length.has_value());
+  auto r = json::parse(json_encoded.body);
+  CHECK(r["outputs"][0]["data"][3] == 1.5);
+  CHECK(r["outputs"][0]["datatype"] == "FP32");
+}
+
+TEST_CASE("bad inference requests are InvalidInput naming the tensor or the problem", "[server]") {
+  const auto m = mnist_model();
+  const auto& d = m.inputs.at(0);
+  const Tensor x = mnist_input();
+  json good = json_request(d, x);
+
+  require_invalid("{not json", std::nullopt, m, "not a JSON object");
+  json j = good;
+  j["inputs"][0]["name"] = "nope";
+  require_invalid(j.dump(), std::nullopt, m, "no such input", "nope");
+  j = good;
+  j["inputs"][0]["datatype"] = "UINT8";
+  require_invalid(j.dump(), std::nullopt, m, "datatype UINT8 given, the model expects FP32", d.name);
+  j = good;
+  j["inputs"][0]["shape"] = json::array({1, 1, 28, 27});
+  require_invalid(j.dump(), std::nullopt, m, "shape [1, 1, 28, 27] given", d.name);
+  j = good;
+  j["inputs"][0]["data"].erase(0);
+  require_invalid(j.dump(), std::nullopt, m, "\"data\" has 783 elements, the shape needs 784", d.name);
+  j = good;
+  j["inputs"][0]["data"][5] = "x";
+  require_invalid(j.dump(), std::nullopt, m, "holds a string", d.name);
+  j = good;
+  j["inputs"] = json::array();
+  require_invalid(j.dump(), std::nullopt, m, "missing", d.name);
+  const std::string text = good.dump();
+  require_invalid(text, text.size() + 10, m, "exceeds the body");
+  require_invalid(text + "xyz", text.size(), m, "3 bytes after the last binary input");
+  json b = good;
+  b["inputs"][0].erase("data");
+  b["inputs"][0]["parameters"] = {{"binary_data_size", 100}};
+  const std::string btext = b.dump();
+  require_invalid(btext + std::string(100, '\0'), btext.size(), m, "binary_data_size 100 bytes, the shape needs 3136",
+                  d.name);
+
+  server::InferRequest asks_unknown;
+  asks_unknown.outputs = {"missing_output"};
+  CHECK_THROWS_WITH(server::encode_infer_response("m", "1", asks_unknown, m.outputs, {Tensor(DType::Float32, {1, 10})}),
+                    Catch::Contains("missing_output"));
+}
+
+TEST_CASE("model metadata lists the model's tensors with v2 datatypes", "[server]") {
+  const auto m = mnist_model();
+  auto meta = json::parse(server::model_metadata_json("mnist", {"1", "2"}, "onnx", m));
+  CHECK(meta["name"] == "mnist");
+  CHECK(meta["versions"] == json::array({"1", "2"}));
+  CHECK(meta["platform"] == "onnx");
+  CHECK(meta["inputs"][0]["name"] == m.inputs[0].name);
+  CHECK(meta["inputs"][0]["datatype"] == "FP32");
+  CHECK(meta["inputs"][0]["shape"] == json::array({1, 1, 28, 28}));
+  CHECK(meta["outputs"][0]["shape"] == json::array({1, 10}));
+  CHECK(json::parse(server::error_json("bad \"x\""))["error"] == "bad \"x\"");
+}

@@ -1,0 +1,48 @@
+// furiosa-serve: serves the models of a model repository over the Open Inference Protocol
+// (KServe v2) HTTP/REST API, with Prometheus metrics on /metrics, until SIGTERM or SIGINT, then
+// shuts down gracefully (every request already received is answered) and exits 0.
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <pthread.h>
+
+#include "furiosa/core/error.h"
+#include "furiosa/server/server.h"
+
+int main(int argc, char** argv) {
+  furiosa::server::ServerOptions options;
+  CLI::App app{"Serve models over the Open Inference Protocol (KServe v2) HTTP/REST API"};
+  app.add_option("--model-repository", options.model_repository,
+                 "Folder of MODEL_NAME/VERSION/model.{onnx,tflite,enf} (+ MODEL_NAME/config.json)")
+      ->required();
+  app.add_option("--host", options.host, "Address to listen on")->capture_default_str();
+  app.add_option("--http-port", options.http_port, "HTTP port (0: any free port)")->capture_default_str();
+  app.add_option("--http-threads", options.http_threads, "Threads serving HTTP connections")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  // SIGTERM/SIGINT are blocked in every thread (the server's threads inherit the mask) and
+  // taken by sigwait on this thread, where shutdown() may be called.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  try {
+    furiosa::server::InferenceServer server(options, std::cout);
+    server.start();
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::cout << "shutting down (" << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ")" << std::endl;
+    server.shutdown();
+    server.wait();
+    std::cout << "stopped" << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "furiosa-serve: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}
