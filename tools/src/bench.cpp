@@ -377,6 +377,11 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
     auto [submitter, receiver] = runtime::create_queue(o.model, qo);
     r.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
     const std::vector<Tensor> inputs = make_inputs(submitter.model());
+    {  // the first query: reported on its own, not in the steady-state figures
+      submitter.submit(inputs, Clock::now());
+      auto res = receiver.recv(std::chrono::seconds(600));
+      r.first_us = std::chrono::duration<double, std::micro>(Clock::now() - std::any_cast<Clock::time_point>(res.context)).count();
+    }
     Budget b(o);
     const auto t0 = Clock::now();
     std::thread producer([&, &s = submitter] {
@@ -388,11 +393,6 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
         auto res = receiver.recv(std::chrono::seconds(600));
         const auto submitted = std::any_cast<Clock::time_point>(res.context);
         if (res.error) ++errors;
-        if (done == 0) {  // the first result: reported on its own, not in the steady-state figures
-          r.first_us = std::chrono::duration<double, std::micro>(Clock::now() - submitted).count();
-          ++done;
-          continue;
-        }
         lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - submitted).count());
         b.tick(++done);
       }
