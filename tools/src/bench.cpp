@@ -105,6 +105,8 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
              b.device_bound_samples_per_s, b.host_bound_samples_per_s, b.worker_bound_samples_per_s);
 }
 
+// The modelled section: only what the timing model gives (the same on every run), and the
+// bottleneck's kind.
 nlohmann::json modelled_json(const ModelledFigures& m) {
   if (!m.available) return nullptr;
   nlohmann::json programs = nlohmann::json::array();
@@ -112,8 +114,6 @@ nlohmann::json modelled_json(const ModelledFigures& m) {
     programs.push_back({{"load_us", p.load_us}, {"execution_us", p.execution_us}, {"store_us", p.store_us},
                         {"total_us", p.total_us()}});
   }
-  nlohmann::json host_ops = nlohmann::json::array();
-  for (const auto& [name, share] : m.bottleneck.host_operators) host_ops.push_back({{"name", name}, {"share", share}});
   return {{"devices", m.devices},
           {"workers", m.workers},
           {"batch_size", m.batch},
@@ -121,17 +121,27 @@ nlohmann::json modelled_json(const ModelledFigures& m) {
           {"device_us", m.device_us},
           {"latency_us", {{"p50", m.p50_us}, {"p90", m.p90_us}, {"p99", m.p99_us}}},
           {"samples_per_s", m.samples_per_s},
-          {"host_us", m.host_us},
-          {"host_us_by_operator", m.host_us_by_operator},
-          {"simulator_us", m.simulator_us},
-          {"bottleneck",
-           {{"kind", m.bottleneck.kind},
-            {"shares", m.bottleneck.shares},
-            {"host_operators", host_ops},
-            {"device_bound_samples_per_s", m.bottleneck.device_bound_samples_per_s},
-            {"host_bound_samples_per_s", m.bottleneck.host_bound_samples_per_s},
-            {"worker_bound_samples_per_s", m.bottleneck.worker_bound_samples_per_s},
-            {"predicted_samples_per_s", m.bottleneck.predicted_samples_per_s}}}};
+          {"bottleneck", m.bottleneck.kind}};
+}
+
+// The measured host figures of a query.
+nlohmann::json host_json(const ModelledFigures& m) {
+  if (!m.available) return nullptr;
+  return {{"operator_us", m.host_us}, {"operator_us_by_name", m.host_us_by_operator}, {"simulator_us", m.simulator_us}};
+}
+
+// The bottleneck with its shares and bounds (measured host time).
+nlohmann::json bottleneck_json(const ModelledFigures& m) {
+  if (!m.available) return nullptr;
+  nlohmann::json host_ops = nlohmann::json::array();
+  for (const auto& [name, share] : m.bottleneck.host_operators) host_ops.push_back({{"name", name}, {"share", share}});
+  return {{"kind", m.bottleneck.kind},
+          {"shares", m.bottleneck.shares},
+          {"host_operators", host_ops},
+          {"device_bound_samples_per_s", m.bottleneck.device_bound_samples_per_s},
+          {"host_bound_samples_per_s", m.bottleneck.host_bound_samples_per_s},
+          {"worker_bound_samples_per_s", m.bottleneck.worker_bound_samples_per_s},
+          {"predicted_samples_per_s", m.bottleneck.predicted_samples_per_s}};
 }
 
 }  // namespace
@@ -435,7 +445,9 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
                                         {"p95", r.p95_us}, {"p99", r.p99_us}, {"p999", r.p999_us}, {"max", r.max_us}}},
                         {"load_ms", r.load_ms},
                         {"first_inference_us", r.first_us},
-                        {"modelled", modelled_json(r.modelled)}};
+                        {"modelled", modelled_json(r.modelled)},
+                        {"host", host_json(r.modelled)},
+                        {"bottleneck", bottleneck_json(r.modelled)}};
     std::ofstream f(o.json);
     f << j.dump(2) << "\n";
     if (!f) throw Error(ErrorCode::IoError, fmt::format("cannot write '{}'", o.json.string()));
