@@ -335,7 +335,14 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
 BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs) {
   BenchOptions o = options;
   // The modelled section reads the run's spans: record them when nobody else does.
-  if (!o.session.profiler) o.session.profiler = std::make_shared<profiler::Profiler>();
+  // Host operator and NPU execution spans only (no kernel spans), and a bounded number of them:
+  // a long run keeps the figures of its first queries.
+  if (!o.session.profiler) {
+    profiler::ProfilerOptions po;
+    po.kinds = profiler::SpanKinds::RuntimeSteps | profiler::SpanKinds::NpuExecutions;
+    po.max_events = 200'000;
+    o.session.profiler = std::make_shared<profiler::Profiler>(po);
+  }
   if (o.mode != "sync" && o.mode != "async") {
     throw Error(ErrorCode::InvalidArgument, fmt::format("--mode '{}': expected sync or async", o.mode));
   }
