@@ -51,6 +51,7 @@ struct Args {
   std::string backend = "auto";   // auto | sim | pcie
   std::string sim_pacing = "on";  // on | off
   std::string sim_mode = "functional";  // functional | timing
+  std::string sim_warm_up = "fast";     // off | fast | always (device::SimWarmUp)
   tools::CompilerFlags compiler;        // the compiler's knobs (--without-quantize, ...)
 };
 
@@ -83,6 +84,9 @@ Backend make_backend(const Args& a) {
     device::SimConfig config = device::sim_config_from_environment();
     config.pacing = a.sim_pacing == "on";
     config.mode = a.sim_mode == "timing" ? device::SimMode::Timing : device::SimMode::Functional;
+    config.warm_up = a.sim_warm_up == "off"      ? device::SimWarmUp::Off
+                     : a.sim_warm_up == "always" ? device::SimWarmUp::Always
+                                                 : device::SimWarmUp::FastKernels;
     b.sim = device::create_sim_driver(config);
     fmt::print("backend: sim ({}; {} mode, pacing {})\n", choice.reason, a.sim_mode, a.sim_pacing);
   } else {
@@ -443,6 +447,10 @@ int main(int argc, char** argv) {
                  "Simulator: functional = compute the kernels (valid outputs) and model their time; "
                  "timing = only model the time (fast for large models; outputs are not valid)")
       ->check(CLI::IsMember({"functional", "timing"}));
+  app.add_option("--sim-warm-up", a.sim_warm_up,
+                 "Simulator, functional mode: run each loaded program once per compute thread at load, so the "
+                 "first inferences are not cold: fast = when the fast kernels are active (default), always, off")
+      ->check(CLI::IsMember({"off", "fast", "always"}));
   tools::add_compiler_flags(app, a.compiler);
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);

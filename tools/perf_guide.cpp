@@ -8,10 +8,13 @@
 // host-side figures (external operator time per inference from the profiler's
 // external-operators rows, latency, QPS) and the modelled device figures (NPU Total and NPU Run
 // per execution from the npu-executions rows; the simulator's timing model, the same on every
-// run). docs/perf-guide.md records one run.
+// run). The batch and device/worker choices are kept on the modelled device-bound samples/s
+// (deterministic); the async queue on the measured ones. docs/perf-guide.md records one run.
 //
 // Part "questions" answers the guide's claims for ResNet-50 v1.5 (models/resnet50_v1_5.py) and
-// prints one table per question and whether the claim holds:
+// prints one table per question and whether the claim holds; questions 1 and 2 (single vs fused
+// PE, batch) are decided on the modelled section of tools::run_bench (deterministic), with the
+// measured figures beside it:
 //   1. single-stream latency (batch 1, one worker): fused PE (npu0pe0-1) below single PE (npu0pe0);
 //      next to the MLPerf Inference v2.0 figure (p90 0.712 ms, fused PE, batch 1);
 //   2. offline throughput (batch 8, 4 workers): two single PEs above one fused PE; next to the
@@ -77,6 +80,34 @@ tools::BenchResult measure(const fs::path& model, const std::string& devices, in
     throw Error(ErrorCode::Internal, fmt::format("{} of {} queries failed on {}", r.errors, r.queries, devices));
   }
   return r;
+}
+
+/// The modelled section (deterministic device figures) of `model` on `devices` with `workers`
+/// and `batch`: a short run (timing mode, pacing off) whose spans give the timing model's
+/// figures; the host figures in it are not used here.
+tools::ModelledFigures modelled(const fs::path& model, const std::string& devices, int workers, std::int64_t batch) {
+  device::SimConfig config = device::sim_config_from_environment();
+  config.mode = device::SimMode::Timing;
+  config.pacing = false;
+  auto driver = device::create_sim_driver(config);
+  tools::BenchOptions o;
+  o.model = model;
+  o.session.device = devices;
+  o.session.worker_num = workers;
+  o.session.batch_size = batch;
+  o.session.driver = driver.get();
+  o.queries = 4;
+  o.progress = false;
+  o.print = false;
+  const auto r = tools::run_bench(o, [](const runtime::Model& m) {
+    std::vector<Tensor> inputs;
+    for (const auto& d : m.inputs) inputs.emplace_back(d.dtype, d.shape);
+    return inputs;
+  });
+  if (!r.modelled.available) {
+    throw Error(ErrorCode::Internal, fmt::format("no modelled figures for {} on {}", model.string(), devices));
+  }
+  return r.modelled;
 }
 
 std::string verdict(bool holds) { return holds ? "holds" : "DOES NOT HOLD"; }
@@ -158,17 +189,21 @@ StepFigures measure_step(const fs::path& model, const StepConfig& c, double seco
 
 double samples_per_s(const StepFigures& f, const StepConfig& c) { return f.bench.qps * static_cast<double>(c.batch); }
 
+/// The modelled device-bound samples/s of a step (deterministic): what the batch and device
+/// choices are decided on.
+double modelled_samples_per_s(const StepFigures& f) { return f.bench.modelled.samples_per_s; }
+
 void print_step_header() {
-  fmt::print("   {:<34} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10}  {}\n", "step", "host us", "p50 ms", "QPS",
-             "samples/s", "NPU Total", "NPU Run", "host operators (us per inference)");
+  fmt::print("   {:<34} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>11}  {}\n", "step", "host us", "p50 ms", "QPS",
+             "samples/s", "NPU Total", "NPU Run", "modelled/s", "host operators (us per inference)");
 }
 
 void print_step(std::string_view label, const StepConfig& c, const StepFigures& f) {
   std::string ops;
   for (const auto& [name, us] : f.external_by_op) ops += fmt::format("{}{} {:.1f}", ops.empty() ? "" : ", ", name, us);
-  fmt::print("   {:<34} {:>9.1f} {:>9.3f} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f}  {}\n", label, f.external_us,
+  fmt::print("   {:<34} {:>9.1f} {:>9.3f} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>11.1f}  {}\n", label, f.external_us,
              f.bench.p50_us / 1e3, f.bench.qps, samples_per_s(f, c), f.npu_total_us, f.npu_run_us,
-             ops.empty() ? "(none)" : ops);
+             modelled_samples_per_s(f), ops.empty() ? "(none)" : ops);
 }
 
 /// The model's description under `c`, or the error that says why the configuration does not
@@ -191,7 +226,8 @@ void walk_steps(const fs::path& model, double seconds) {
   fmt::print("steps: {}\n", model.filename().string());
   for (const auto& d : desc.inputs) fmt::print("   input  {}\n", d.to_string());
   for (const auto& d : desc.outputs) fmt::print("   output {}\n", d.to_string());
-  fmt::print("   (host us = external operators per inference; NPU Total / Run = modelled us per execution)\n");
+  fmt::print("   (host us = external operators per inference; NPU Total / Run = modelled us per execution;\n"
+             "    modelled/s = modelled device-bound samples/s, deterministic: batch and device choices follow it)\n");
   print_step_header();
 
   StepConfig kept;
@@ -239,7 +275,9 @@ void walk_steps(const fs::path& model, double seconds) {
   try_knob("4. + normalized_pixel_outputs", next,
            next.knobs.normalized_pixel_outputs.empty() ? "no image output (the knob is for uint8 pixel outputs)" : "");
 
-  // From here on a choice is kept when it raises samples/s by more than the noise of a run.
+  // From here on a choice (batch, devices, workers) is kept when it raises the modelled
+  // device-bound samples/s (deterministic, timing model) by more than 3%; the async queue, which
+  // the model does not distinguish, on the measured samples/s.
   constexpr double kGain = 1.03;
   const auto try_setting = [&](std::string_view label, const StepConfig& candidate) {
     if (const auto why = refusal(model, candidate)) {
@@ -247,13 +285,17 @@ void walk_steps(const fs::path& model, double seconds) {
       return;
     }
     const StepFigures f = measure_step(model, candidate, seconds);
-    const bool better = samples_per_s(f, candidate) > kGain * samples_per_s(best, kept);
+    const bool same_model = modelled_samples_per_s(f) == modelled_samples_per_s(best);
+    const bool better = same_model ? samples_per_s(f, candidate) > kGain * samples_per_s(best, kept)
+                                   : modelled_samples_per_s(f) > kGain * modelled_samples_per_s(best);
     print_step(label, candidate, f);
     if (better) {
       kept = candidate;
       best = f;
     }
-    fmt::print("   {:<34} {}\n", "", better ? "-> kept (over 3% more samples/s)" : "-> not kept");
+    fmt::print("   {:<34} {}\n", "",
+               better ? (same_model ? "-> kept (over 3% more measured samples/s)" : "-> kept (over 3% more modelled samples/s)")
+                      : "-> not kept");
   };
 
   // 5. batch.
@@ -278,15 +320,22 @@ void walk_steps(const fs::path& model, double seconds) {
       const std::string label = fmt::format("6. {}, worker_num {}", name, w);
       const StepFigures f = measure_step(model, next, seconds);
       print_step(label, next, f);
-      if (!top || samples_per_s(f, next) > samples_per_s(top->figures, top->config)) top = Candidate{label, next, f};
+      // The device (and batch) on the modelled figure; between worker counts the model does not
+      // tell apart (the same device-bound rate), the measured samples/s.
+      const bool better =
+          !top || modelled_samples_per_s(f) > modelled_samples_per_s(top->figures) ||
+          (modelled_samples_per_s(f) == modelled_samples_per_s(top->figures) &&
+           samples_per_s(f, next) > samples_per_s(top->figures, top->config));
+      if (better) top = Candidate{label, next, f};
     }
   }
-  if (samples_per_s(top->figures, top->config) > kGain * samples_per_s(best, kept)) {
+  if (modelled_samples_per_s(top->figures) > kGain * modelled_samples_per_s(best)) {
     kept = top->config;
     best = top->figures;
     fmt::print("   {:<34} -> kept: {}\n", "", top->label);
   } else {
-    fmt::print("   {:<34} -> none over 3% above step 5: kept device {}, worker_num {}\n", "", kept.device, kept.workers);
+    fmt::print("   {:<34} -> none over 3% above step 5 (modelled): kept device {}, worker_num {}\n", "", kept.device,
+               kept.workers);
   }
 
   // 7. the async queue (create_queue, one submitter and one receiver).
@@ -326,26 +375,44 @@ int run_questions(const Args& a) {
   fmt::print("perf-guide: ResNet-50 v1.5 int8 on the simulator (timing mode, pacing on, {:.1f} s per run)\n\n",
              a.seconds);
 
-  // 1. Single-stream latency.
+  // 1. Single-stream latency. The claim is decided on the modelled (deterministic) figures; the
+  // measured ones (this host's runtime time included) are printed beside them.
   const auto single = measure(a.float_model, "npu0pe0", 1, 1, a);
   const auto fused = measure(a.float_model, "npu0pe0-1", 1, 1, a);
+  const auto single_m = modelled(a.float_model, "npu0pe0", 1, 1);
+  const auto fused_m = modelled(a.float_model, "npu0pe0-1", 1, 1);
   fmt::print("1. single-stream latency, batch 1, 1 worker (MLPerf v2.0: p90 0.712 ms on a fused PE)\n");
-  fmt::print("   {:<24} {:>10} {:>10}\n", "device", "p50 ms", "p90 ms");
-  fmt::print("   {:<24} {:>10.3f} {:>10.3f}\n", "single PE (npu0pe0)", single.p50_us / 1e3, single.p90_us / 1e3);
-  fmt::print("   {:<24} {:>10.3f} {:>10.3f}   ({:+.1f}% from 0.712 ms)\n", "fused PE (npu0pe0-1)",
-             fused.p50_us / 1e3, fused.p90_us / 1e3, off_by(fused.p90_us / 1e3, 0.712));
-  fmt::print("   claim: fused PE has lower latency than single PE: {}\n\n", verdict(fused.p90_us < single.p90_us));
+  fmt::print("   {:<24} {:>16} {:>16} {:>16}\n", "device", "modelled p90 ms", "measured p50 ms", "measured p90 ms");
+  fmt::print("   {:<24} {:>16.3f} {:>16.3f} {:>16.3f}\n", "single PE (npu0pe0)", single_m.p90_us / 1e3,
+             single.p50_us / 1e3, single.p90_us / 1e3);
+  fmt::print("   {:<24} {:>16.3f} {:>16.3f} {:>16.3f}   (measured {:+.1f}% from 0.712 ms)\n", "fused PE (npu0pe0-1)",
+             fused_m.p90_us / 1e3, fused.p50_us / 1e3, fused.p90_us / 1e3, off_by(fused.p90_us / 1e3, 0.712));
+  fmt::print("   claim: fused PE has lower latency than single PE (modelled): {}\n\n",
+             verdict(fused_m.p90_us < single_m.p90_us));
 
-  // 2. Offline throughput.
+  // 2. Offline throughput, and batch: decided on the modelled device-bound throughput.
   const auto one_fused = measure(a.float_model, "npu0pe0-1", 4, 8, a);
   const auto two_single = measure(a.float_model, "npu0pe0,npu0pe1", 4, 8, a);
+  const auto one_fused_m = modelled(a.float_model, "npu0pe0-1", 4, 8);
+  const auto two_single_m = modelled(a.float_model, "npu0pe0,npu0pe1", 4, 8);
   fmt::print("2. offline throughput, batch 8, 4 workers (MLPerf v2.0: 2758 samples/s on two single PEs)\n");
-  fmt::print("   {:<24} {:>12}\n", "devices", "samples/s");
-  fmt::print("   {:<24} {:>12.1f}\n", "one fused PE", one_fused.qps * 8);
-  fmt::print("   {:<24} {:>12.1f}   ({:+.1f}% from 2758)\n", "two single PEs", two_single.qps * 8,
-             off_by(two_single.qps * 8, 2758));
-  fmt::print("   claim: two single PEs give more throughput than one fused PE: {}\n\n",
-             verdict(two_single.qps > one_fused.qps));
+  fmt::print("   {:<24} {:>20} {:>20}\n", "devices", "modelled samples/s", "measured samples/s");
+  fmt::print("   {:<24} {:>20.1f} {:>20.1f}\n", "one fused PE", one_fused_m.samples_per_s, one_fused.qps * 8);
+  fmt::print("   {:<24} {:>20.1f} {:>20.1f}   (modelled {:+.1f}% from 2758)\n", "two single PEs",
+             two_single_m.samples_per_s, two_single.qps * 8, off_by(two_single_m.samples_per_s, 2758));
+  fmt::print("   claim: two single PEs give more throughput than one fused PE (modelled): {}\n",
+             verdict(two_single_m.samples_per_s > one_fused_m.samples_per_s));
+  fmt::print("   batch, two single PEs, 4 workers (modelled samples/s):");
+  double batch1 = 0, batch8 = 0;
+  for (std::int64_t b : {1, 2, 4, 8}) {
+    const double sps = modelled(a.float_model, "npu0pe0,npu0pe1", 4, b).samples_per_s;
+    if (b == 1) batch1 = sps;
+    if (b == 8) batch8 = sps;
+    fmt::print(" {} -> {:.1f}", b, sps);
+  }
+  fmt::print("\n   claim: a larger batch raises a single PE's throughput (weights streamed once per batch) "
+             "(modelled): {}\n\n",
+             verdict(batch8 > batch1));
 
   // 3. Workers.
   fmt::print("3. workers, two single PEs, batch 8\n");

@@ -303,7 +303,19 @@ class SimLoadedProgram final : public LoadedProgram,
         size_(allocation.size),
         prepared_(state_->config.mode == SimMode::Functional ? sim::prepare_program(*program_)
                                                              : nullptr),
-        cost_(sim::model_program(state_->config, *program_, pe_count)) {}
+        cost_(sim::model_program(state_->config, *program_, pe_count)) {
+    if (state_->config.mode != SimMode::Functional || size_ == 0) return;
+    // Everything an execution needs is made now, not by the first executions (docs/timing.md
+    // "Cold start"): the region's pages past the constants (calloc leaves them unmapped until
+    // the first execution writes its activations) and one private region per further compute
+    // thread (two executions of the program computed at once).
+    const std::uint64_t constants = program_->constants.size();
+    if (size_ > constants) {
+      std::memset(storage_.get() + constants, 0, static_cast<std::size_t>(size_ - constants));
+    }
+    const int spares = std::max(state_->config.compute_threads, 1) - 1;
+    for (int i = 0; i < spares; ++i) spare_regions_.push_back(copy_region());
+  }
   ~SimLoadedProgram() override { state_->release_if_current(card_, base_, allocation_id_); }
 
   const isa::Program& program() const noexcept override { return *program_; }
@@ -334,9 +346,7 @@ class SimLoadedProgram final : public LoadedProgram,
       spare_regions_.pop_back();
       return r;
     }
-    auto copy = std::make_unique<std::byte[]>(static_cast<std::size_t>(size_));
-    std::memcpy(copy.get(), program_->constants.data(), program_->constants.size());
-    return copy.release();
+    return copy_region().release();
   }
   /// Returns a region from acquire_region().
   void release_region(std::byte* region) const {
@@ -349,6 +359,13 @@ class SimLoadedProgram final : public LoadedProgram,
   }
 
  private:
+  /// A private region: the constants at the start, the rest zero (every page written).
+  std::unique_ptr<std::byte[]> copy_region() const {
+    auto copy = std::make_unique<std::byte[]>(static_cast<std::size_t>(size_));
+    std::memcpy(copy.get(), program_->constants.data(), program_->constants.size());
+    return copy;
+  }
+
   std::shared_ptr<const isa::Program> program_;
   std::shared_ptr<SimState> state_;
   int card_;
@@ -371,7 +388,8 @@ class SimDevice final : public Device {
   SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner)
       : state_(std::move(state)), file_(file), name_(file.name()), owner_(owner) {
     const int threads = std::max(state_->config.compute_threads, 1);
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    warm_ups_.resize(static_cast<std::size_t>(threads));
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(static_cast<std::size_t>(i)); });
   }
 
   /// Drains the queue (every queued execution runs and signals its fence), joins the worker,
@@ -429,8 +447,10 @@ class SimDevice final : public Device {
       std::lock_guard lock(counters_mu_);
       counters_.dma_bytes_to_device += program->constants.size();
     }
-    return std::make_shared<SimLoadedProgram>(std::move(program), state_, file_.card, owner_, base,
-                                              allocation, file_.pe_count());
+    auto loaded = std::make_shared<SimLoadedProgram>(std::move(program), state_, file_.card, owner_,
+                                                     base, allocation, file_.pe_count());
+    warm_up(loaded);
+    return loaded;
   }
 
   std::shared_ptr<Fence> submit(const LoadedProgram& program,
@@ -499,8 +519,69 @@ class SimDevice final : public Device {
     }
   }
 
-  /// The worker: runs queued executions in order until closing and drained.
-  void worker_loop() {
+  /// A load-time warm-up of one program, run once by every compute thread (see warm_up()).
+  struct WarmUp {
+    std::shared_ptr<const SimLoadedProgram> program;
+    std::mutex mu;
+    std::condition_variable done;
+    std::size_t pending = 0;  ///< compute threads that have not run it yet (mu)
+  };
+
+  /// Whether load() runs a warm-up execution on every compute thread (SimConfig::warm_up).
+  bool warm_up_enabled() const noexcept {
+    const SimConfig& config = state_->config;
+    if (config.mode != SimMode::Functional) return false;
+    switch (config.warm_up) {
+      case SimWarmUp::Off: return false;
+      case SimWarmUp::Always: return true;
+      case SimWarmUp::FastKernels: return sim::fast_kernels_active();
+    }
+    return false;
+  }
+
+  /// Functional mode: every compute thread runs the program once on whatever its region holds,
+  /// off the timeline (no execution index, counters, spans or fence), so that the per-thread
+  /// scratch of the kernels, the regions' pages and the caches are ready before the first real
+  /// execution. Blocks until all threads have run it. A kernel that fails here is left to fail
+  /// (and be reported) in the real execution.
+  void warm_up(const std::shared_ptr<const SimLoadedProgram>& program) {
+    if (!warm_up_enabled() || program->program().kernels.empty()) return;
+    auto w = std::make_shared<WarmUp>();
+    w->program = program;
+    w->pending = warm_ups_.size();
+    {
+      std::lock_guard lock(queue_mu_);
+      if (stopping_) return;
+      for (auto& list : warm_ups_) list.push_back(w);
+    }
+    queue_not_empty_.notify_all();
+    std::unique_lock lock(w->mu);
+    w->done.wait(lock, [&] { return w->pending == 0; });
+  }
+
+  /// Runs one warm-up on the calling compute thread.
+  static void run_warm_up(WarmUp& w) {
+    const SimLoadedProgram& loaded = *w.program;
+    const isa::Program& prog = loaded.program();
+    std::byte* region_data = loaded.acquire_region();
+    try {
+      const std::span<std::byte> region(region_data, loaded.region().size());
+      for (std::size_t k = 0; k < prog.kernels.size(); ++k) {
+        sim::run_kernel(prog.kernels[k], region, loaded.prepared(), k);
+      }
+    } catch (...) {  // reported by the real execution
+    }
+    loaded.release_region(region_data);
+    {
+      std::lock_guard lock(w.mu);
+      --w.pending;
+    }
+    w.done.notify_all();
+  }
+
+  /// The worker `me`: runs its warm-ups and the queued executions in order until closing and
+  /// drained.
+  void worker_loop(std::size_t me) {
 #ifdef __linux__
     // Pacing sleeps until modelled times in the microsecond range; the default 50 us timer
     // slack would add that much to every paced completion.
@@ -511,7 +592,14 @@ class SimDevice final : public Device {
       ExecutionTiming timing;
       {
         std::unique_lock lock(queue_mu_);
-        queue_not_empty_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        queue_not_empty_.wait(lock, [this, me] { return stopping_ || !queue_.empty() || !warm_ups_[me].empty(); });
+        if (!warm_ups_[me].empty()) {
+          std::shared_ptr<WarmUp> w = std::move(warm_ups_[me].front());
+          warm_ups_[me].pop_front();
+          lock.unlock();
+          run_warm_up(*w);
+          continue;
+        }
         if (queue_.empty()) return;  // closing, and every execution has been run
         task = std::move(queue_.front());
         queue_.pop_front();
@@ -681,6 +769,9 @@ class SimDevice final : public Device {
   std::deque<Task> queue_;
   bool stopping_ = false;
   std::uint64_t next_execution_index_ = 0;
+
+  /// Per compute thread: load-time warm-ups it has still to run (queue_mu_).
+  std::vector<std::deque<std::shared_ptr<WarmUp>>> warm_ups_;
 
   std::int64_t timeline_ns_ = 0;  ///< device clock: end of the last placed execution (queue_mu_)
 

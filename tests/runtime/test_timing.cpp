@@ -146,3 +146,26 @@ TEST_CASE("modelled ResNet-50 v1.5 figures stay calibrated to MLPerf Inference v
   CHECK(samples_per_s > 2758 * 0.9);
   CHECK(samples_per_s < 2758 * 1.1);
 }
+
+TEST_CASE("the load-time warm-up runs off the record and leaves the results unchanged", "[timing][cold_start]") {
+  // SimWarmUp::Always also warms with the portable kernels, so this runs on any host.
+  const fs::path model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  std::vector<Tensor> results[2];
+  int i = 0;
+  for (const auto warm_up : {device::SimWarmUp::Off, device::SimWarmUp::Always}) {
+    device::SimConfig config;
+    config.pacing = false;
+    config.warm_up = warm_up;
+    auto t = traced_runner(model, config);
+    std::vector<Tensor> inputs = zero_inputs(*t.runner);
+    for (auto& v : inputs[0].as<float>()) v = 0.5f;
+    results[i] = t.runner->run(inputs);
+    // The warm-up is not an execution: no spans, and the first real one is still execution 0.
+    const auto rows = executions(*t.profiler);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].execution_index == 0);
+    ++i;
+  }
+  REQUIRE(results[0].size() == results[1].size());
+  for (std::size_t k = 0; k < results[0].size(); ++k) CHECK(test::max_abs_diff(results[0][k], results[1][k]) == 0.0);
+}

@@ -8,11 +8,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <queue>
+#include <set>
+#include <tuple>
 #include <chrono>
 #include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "furiosa/profiler/profiler.h"
+#include "furiosa/profiler/report.h"
 #include "furiosa/runtime/queue.h"
 
 namespace furiosa::tools {
@@ -66,6 +72,76 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
   fmt::print("QPS: {:.1f} (samples/s: {:.1f})\n", r.qps, r.qps * static_cast<double>(o.session.batch_size));
   fmt::print("latency (us): min {:.1f}, mean {:.1f}, p50 {:.1f}, p90 {:.1f}, p95 {:.1f}, p99 {:.1f}, p99.9 {:.1f}, max {:.1f}\n",
              r.min_us, r.mean_us, r.p50_us, r.p90_us, r.p95_us, r.p99_us, r.p999_us, r.max_us);
+  fmt::print("load: {:.1f} ms; first inference: {:.1f} us (not in the figures above; steady-state p50 {:.1f} us)\n",
+             r.load_ms, r.first_us, r.p50_us);
+  const ModelledFigures& m = r.modelled;
+  if (!m.available) {
+    fmt::print("modelled: not available (no NPU execution was traced)\n");
+    return;
+  }
+  fmt::print("modelled (timing model, deterministic): {} device(s), {} worker(s), batch {}\n", m.devices, m.workers,
+             m.batch);
+  for (std::size_t i = 0; i < m.programs.size(); ++i) {
+    const ProgramFigures& p = m.programs[i];
+    fmt::print("  program {}: Load {:.1f} + Execution {:.1f} + Store {:.1f} = {:.1f} us\n", i, p.load_us, p.execution_us,
+               p.store_us, p.total_us());
+  }
+  fmt::print("  device time per query: {:.1f} us; latency (us): p50 {:.1f}, p90 {:.1f}, p99 {:.1f}; device-bound {:.1f} samples/s\n",
+             m.device_us, m.p50_us, m.p90_us, m.p99_us, m.samples_per_s);
+  std::string ops;
+  for (const auto& [name, us] : m.host_us_by_operator) ops += fmt::format("{}{} {:.1f}", ops.empty() ? "" : ", ", name, us);
+  fmt::print("host operators (measured, us per query): {:.1f}{}\n", m.host_us, ops.empty() ? " (none)" : " = " + ops);
+  const Bottleneck& b = m.bottleneck;
+  std::string host_ops;
+  for (const auto& [name, share] : b.host_operators) {
+    host_ops += fmt::format("{}{} {:.0f}%", host_ops.empty() ? "" : ", ", name, 100.0 * share);
+  }
+  const auto share = [&](const char* k) { return b.shares.contains(k) ? 100.0 * b.shares.at(k) : 0.0; };
+  fmt::print("bottleneck: {} (of a query's mean latency: device {:.0f}%, host {:.0f}%{},{} queue {:.0f}%; bounds: device "
+             "{:.1f}, host {:.1f}, workers {:.1f} samples/s)\n",
+             b.kind, share("device"), share("host"), host_ops.empty() ? "" : " [" + host_ops + "]",
+             b.shares.contains("simulator") ? fmt::format(" simulator lateness {:.0f}%,", share("simulator")) : "",
+             share("queue"),
+             b.device_bound_samples_per_s, b.host_bound_samples_per_s, b.worker_bound_samples_per_s);
+}
+
+// The modelled section: only what the timing model gives (the same on every run), and the
+// bottleneck's kind.
+nlohmann::json modelled_json(const ModelledFigures& m) {
+  if (!m.available) return nullptr;
+  nlohmann::json programs = nlohmann::json::array();
+  for (const auto& p : m.programs) {
+    programs.push_back({{"load_us", p.load_us}, {"execution_us", p.execution_us}, {"store_us", p.store_us},
+                        {"total_us", p.total_us()}});
+  }
+  return {{"devices", m.devices},
+          {"workers", m.workers},
+          {"batch_size", m.batch},
+          {"programs", programs},
+          {"device_us", m.device_us},
+          {"latency_us", {{"p50", m.p50_us}, {"p90", m.p90_us}, {"p99", m.p99_us}}},
+          {"samples_per_s", m.samples_per_s},
+          {"bottleneck", m.bottleneck.kind}};
+}
+
+// The measured host figures of a query.
+nlohmann::json host_json(const ModelledFigures& m) {
+  if (!m.available) return nullptr;
+  return {{"operator_us", m.host_us}, {"operator_us_by_name", m.host_us_by_operator}, {"simulator_us", m.simulator_us}};
+}
+
+// The bottleneck with its shares and bounds (measured host time).
+nlohmann::json bottleneck_json(const ModelledFigures& m) {
+  if (!m.available) return nullptr;
+  nlohmann::json host_ops = nlohmann::json::array();
+  for (const auto& [name, share] : m.bottleneck.host_operators) host_ops.push_back({{"name", name}, {"share", share}});
+  return {{"kind", m.bottleneck.kind},
+          {"shares", m.bottleneck.shares},
+          {"host_operators", host_ops},
+          {"device_bound_samples_per_s", m.bottleneck.device_bound_samples_per_s},
+          {"host_bound_samples_per_s", m.bottleneck.host_bound_samples_per_s},
+          {"worker_bound_samples_per_s", m.bottleneck.worker_bound_samples_per_s},
+          {"predicted_samples_per_s", m.bottleneck.predicted_samples_per_s}};
 }
 
 }  // namespace
@@ -109,7 +185,164 @@ std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t see
   return inputs;
 }
 
-BenchResult run_bench(const BenchOptions& o, const InputMaker& make_inputs) {
+namespace {
+// A trace id as an ordered key.
+std::pair<std::uint64_t, std::uint64_t> key_of(const profiler::TraceId& id) { return {id.hi, id.lo}; }
+}  // namespace
+
+int count_devices(std::string_view name) noexcept {
+  if (name.empty()) return 0;
+  return static_cast<int>(std::count(name.begin(), name.end(), ',')) + 1;
+}
+
+std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight, std::int64_t service_ns,
+                                                std::size_t completions) {
+  std::vector<std::int64_t> out;
+  if (devices <= 0 || in_flight <= 0 || service_ns < 0) return out;
+  // Queries ready to submit, by time then client index (ties broken the same way every run).
+  std::priority_queue<std::pair<std::int64_t, int>, std::vector<std::pair<std::int64_t, int>>, std::greater<>> ready;
+  for (int c = 0; c < in_flight; ++c) ready.push({0, c});
+  std::vector<std::int64_t> free_at(static_cast<std::size_t>(devices), 0);
+  out.reserve(completions);
+  while (out.size() < completions) {
+    const auto [submitted, client] = ready.top();
+    ready.pop();
+    // The device free first (lowest index on ties): a shared FIFO over the devices.
+    const auto dev = std::min_element(free_at.begin(), free_at.end());
+    const std::int64_t end = std::max(submitted, *dev) + service_ns;
+    *dev = end;
+    out.push_back(end - submitted);
+    ready.push({end, client});
+  }
+  return out;
+}
+
+ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, int devices, int workers,
+                              std::int64_t batch, double measured_mean_us, unsigned host_cores) {
+  ModelledFigures m;
+  m.devices = std::max(devices, 1);
+  m.workers = std::max(workers, 1);
+  m.batch = std::max<std::int64_t>(batch, 1);
+  // Queries in start order; the first one (cold) is left out of the host figures when there are others.
+  std::vector<const profiler::SpanRecord*> inferences;
+  for (const auto& s : spans) {
+    if (s.name == "Inference" && s.cat == profiler::Category::Runtime) inferences.push_back(&s);
+  }
+  std::sort(inferences.begin(), inferences.end(),
+            [](const auto* a, const auto* b) { return a->start_ns < b->start_ns || (a->start_ns == b->start_ns && a->span_id < b->span_id); });
+  // The device figures of the first query with NPU executions: every execution of a program has
+  // the same modelled figures, so any query gives the same.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<const profiler::SpanRecord*>> npu_by_trace;
+  for (const auto& s : spans) {
+    if (s.cat == profiler::Category::NPU && (s.name == "Load" || s.name == "Execution" || s.name == "Store")) {
+      npu_by_trace[key_of(s.trace_id)].push_back(&s);
+    }
+  }
+  for (const auto* inf : inferences) {
+    const auto it = npu_by_trace.find(key_of(inf->trace_id));
+    if (it == npu_by_trace.end()) continue;
+    // Group this query's spans by execution (device + execution index), in start order.
+    std::map<std::tuple<std::int32_t, std::int32_t, std::int64_t>, ProgramFigures> by_execution;
+    std::map<std::tuple<std::int32_t, std::int32_t, std::int64_t>, std::int64_t> started;
+    for (const auto* s : it->second) {
+      const auto key = std::make_tuple(s->card, s->pe_index, s->execution_index);
+      ProgramFigures& p = by_execution[key];
+      const double us = static_cast<double>(s->dur_ns()) * 1e-3;
+      if (s->name == "Load") p.load_us += us;
+      if (s->name == "Execution") p.execution_us += us;
+      if (s->name == "Store") p.store_us += us;
+      auto [st, fresh] = started.try_emplace(key, s->start_ns);
+      if (!fresh) st->second = std::min(st->second, s->start_ns);
+    }
+    std::vector<std::pair<std::int64_t, ProgramFigures>> ordered;
+    for (const auto& [key, p] : by_execution) ordered.emplace_back(started[key], p);
+    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [start, p] : ordered) {
+      m.programs.push_back(p);
+      m.device_us += p.total_us();
+    }
+    m.available = true;
+    break;
+  }
+  if (!m.available) return m;
+  // Device time in whole ns, so the schedule is exact; the modelled spans are whole ns.
+  const auto service_ns = static_cast<std::int64_t>(std::llround(m.device_us * 1e3));
+  std::vector<std::int64_t> lat = closed_loop_latencies(m.devices, m.workers, service_ns, 1000 + 2 * static_cast<std::size_t>(m.workers));
+  lat.erase(lat.begin(), lat.begin() + 2 * m.workers);  // the start-up of the schedule
+  std::sort(lat.begin(), lat.end());
+  m.p50_us = static_cast<double>(profiler::percentile<std::int64_t>(lat, 500)) * 1e-3;
+  m.p90_us = static_cast<double>(profiler::percentile<std::int64_t>(lat, 900)) * 1e-3;
+  m.p99_us = static_cast<double>(profiler::percentile<std::int64_t>(lat, 990)) * 1e-3;
+  const double b = static_cast<double>(m.batch);
+  const double device_s = m.device_us * 1e-6;
+  m.samples_per_s = device_s > 0 ? static_cast<double>(std::min(m.workers, m.devices)) * b / device_s : 0;
+
+  // Host operators per query, measured (the queries after the first).
+  std::set<std::pair<std::uint64_t, std::uint64_t>> counted;
+  for (std::size_t i = inferences.size() > 1 ? 1 : 0; i < inferences.size(); ++i) counted.insert(key_of(inferences[i]->trace_id));
+  if (!counted.empty()) {
+    for (const auto& row : profiler::external_operator_report(spans)) {
+      if (counted.contains(key_of(row.trace_id))) m.host_us_by_operator[row.name] += static_cast<double>(row.dur_ns) * 1e-3;
+    }
+    for (auto& [name, us] : m.host_us_by_operator) {
+      us /= static_cast<double>(counted.size());
+      m.host_us += us;
+    }
+    for (const auto& s : spans) {
+      if (s.name == "SimOverrun" && counted.contains(key_of(s.trace_id))) m.simulator_us += static_cast<double>(s.dur_ns()) * 1e-3;
+    }
+    m.simulator_us /= static_cast<double>(counted.size());
+  }
+
+  // Bottleneck: the smallest of three throughput bounds; the device and then the host are named
+  // when their bound is within 10% of it, else too few queries are in flight.
+  Bottleneck& bn = m.bottleneck;
+  const double host_s = m.host_us * 1e-6;
+  const double cores = static_cast<double>(std::min<unsigned>(static_cast<unsigned>(m.workers), std::max(host_cores, 1u)));
+  bn.device_bound_samples_per_s = device_s > 0 ? static_cast<double>(m.devices) * b / device_s : 0;
+  bn.host_bound_samples_per_s = host_s > 0 ? cores * b / host_s : 0;
+  // A worker carries one query at a time: its measured latency (device, host operators and the
+  // runtime's own time) or, when unknown, device + host time.
+  const double query_s = std::max(measured_mean_us * 1e-6, device_s + host_s);
+  bn.worker_bound_samples_per_s = query_s > 0 ? static_cast<double>(m.workers) * b / query_s : 0;
+  double predicted = bn.worker_bound_samples_per_s;
+  if (bn.device_bound_samples_per_s > 0) predicted = std::min(predicted, bn.device_bound_samples_per_s);
+  if (bn.host_bound_samples_per_s > 0) predicted = std::min(predicted, bn.host_bound_samples_per_s);
+  bn.predicted_samples_per_s = predicted;
+  constexpr double kNear = 1.10;
+  if (bn.device_bound_samples_per_s > 0 && bn.device_bound_samples_per_s <= kNear * predicted) {
+    bn.kind = "device-bound";
+  } else if (bn.host_bound_samples_per_s > 0 && bn.host_bound_samples_per_s <= kNear * predicted) {
+    bn.kind = "host-bound";
+  } else {
+    bn.kind = "worker-bound";
+  }
+  const double total_us = std::max(measured_mean_us, m.device_us + m.host_us);
+  if (total_us > 0) {
+    bn.shares["device"] = m.device_us / total_us;
+    bn.shares["host"] = m.host_us / total_us;
+    const double rest = std::max(0.0, 1.0 - bn.shares["device"] - bn.shares["host"]);
+    const double simulator = std::min(m.simulator_us / total_us, rest);
+    if (simulator > 0) bn.shares["simulator"] = simulator;
+    bn.shares["queue"] = rest - simulator;
+    for (const auto& [name, us] : m.host_us_by_operator) bn.host_operators.emplace_back(name, us / total_us);
+    std::stable_sort(bn.host_operators.begin(), bn.host_operators.end(),
+                     [](const auto& x, const auto& y) { return x.second > y.second; });
+  }
+  return m;
+}
+
+BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs) {
+  BenchOptions o = options;
+  // The modelled section reads the run's spans: record them when nobody else does.
+  // Host operator and NPU execution spans only (no kernel spans), and a bounded number of them:
+  // a long run keeps the figures of its first queries.
+  if (!o.session.profiler) {
+    profiler::ProfilerOptions po;
+    po.kinds = profiler::SpanKinds::RuntimeSteps | profiler::SpanKinds::NpuExecutions;
+    po.max_events = 200'000;
+    o.session.profiler = std::make_shared<profiler::Profiler>(po);
+  }
   if (o.mode != "sync" && o.mode != "async") {
     throw Error(ErrorCode::InvalidArgument, fmt::format("--mode '{}': expected sync or async", o.mode));
   }
@@ -121,10 +354,14 @@ BenchResult run_bench(const BenchOptions& o, const InputMaker& make_inputs) {
   if (o.mode == "sync") {
     runtime::RunnerOptions ro;
     static_cast<runtime::SessionOptions&>(ro) = o.session;
+    const auto load_start = Clock::now();
     auto runner = runtime::create_runner(o.model, ro);
+    r.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
     r.devices = runner->device_name();
     const std::vector<Tensor> inputs = make_inputs(runner->model());
-    runner->run(inputs);  // warm-up, not counted
+    const auto first_start = Clock::now();
+    runner->run(inputs);  // the first query: reported on its own, not in the steady-state figures
+    r.first_us = std::chrono::duration<double, std::micro>(Clock::now() - first_start).count();
     const auto t0 = Clock::now();
     Budget b(o);
     std::vector<std::thread> threads;
@@ -153,8 +390,15 @@ BenchResult run_bench(const BenchOptions& o, const InputMaker& make_inputs) {
     runtime::QueueOptions qo;
     static_cast<runtime::SessionOptions&>(qo) = o.session;
     qo.input_queue_size = static_cast<std::size_t>(std::max(2, o.session.worker_num * 2));
+    const auto load_start = Clock::now();
     auto [submitter, receiver] = runtime::create_queue(o.model, qo);
+    r.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
     const std::vector<Tensor> inputs = make_inputs(submitter.model());
+    {  // the first query: reported on its own, not in the steady-state figures
+      submitter.submit(inputs, Clock::now());
+      auto res = receiver.recv(std::chrono::seconds(600));
+      r.first_us = std::chrono::duration<double, std::micro>(Clock::now() - std::any_cast<Clock::time_point>(res.context)).count();
+    }
     Budget b(o);
     const auto t0 = Clock::now();
     std::thread producer([&, &s = submitter] {
@@ -197,13 +441,20 @@ BenchResult run_bench(const BenchOptions& o, const InputMaker& make_inputs) {
     r.p99_us = profiler::percentile<double>(lat, 990);
     r.p999_us = profiler::percentile<double>(lat, 999);
   }
+  r.modelled = model_figures(o.session.profiler->records(), count_devices(r.devices), o.session.worker_num,
+                             o.session.batch_size, r.mean_us, std::thread::hardware_concurrency());
   if (o.print) print_result(o, r);
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model.string()}, {"mode", o.mode}, {"devices", r.devices},
                         {"workers", o.session.worker_num}, {"batch_size", o.session.batch_size}, {"queries", r.queries},
                         {"errors", r.errors}, {"qps", r.qps},
                         {"latency_us", {{"min", r.min_us}, {"mean", r.mean_us}, {"p50", r.p50_us}, {"p90", r.p90_us},
-                                        {"p95", r.p95_us}, {"p99", r.p99_us}, {"p999", r.p999_us}, {"max", r.max_us}}}};
+                                        {"p95", r.p95_us}, {"p99", r.p99_us}, {"p999", r.p999_us}, {"max", r.max_us}}},
+                        {"load_ms", r.load_ms},
+                        {"first_inference_us", r.first_us},
+                        {"modelled", modelled_json(r.modelled)},
+                        {"host", host_json(r.modelled)},
+                        {"bottleneck", bottleneck_json(r.modelled)}};
     std::ofstream f(o.json);
     f << j.dump(2) << "\n";
     if (!f) throw Error(ErrorCode::IoError, fmt::format("cannot write '{}'", o.json.string()));

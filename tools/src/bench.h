@@ -5,11 +5,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <string_view>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "furiosa/core/tensor.h"
+#include "furiosa/profiler/span.h"
 #include "furiosa/runtime/runner.h"
 
 namespace furiosa::tools {
@@ -31,6 +35,60 @@ struct BenchOptions {
 /// descriptions.
 using InputMaker = std::function<std::vector<Tensor>(const runtime::Model& model)>;
 
+/// Modelled device time of one NPU program execution (the simulator's timing model, or the
+/// card's own timings on a real backend), in microseconds. Deterministic in the simulator: a
+/// function of the program's shapes and the SimConfig constants only.
+struct ProgramFigures {
+  double load_us = 0;       ///< Load: DMA of the program's inputs, host -> device
+  double execution_us = 0;  ///< Execution: the kernels (NPU Run)
+  double store_us = 0;      ///< Store: DMA of the program's outputs, device -> host
+  /// Load + Execution + Store (NPU Total).
+  double total_us() const noexcept { return load_us + execution_us + store_us; }
+};
+
+/// What limits a run (see model_figures): the device, host operators, or too few requests in
+/// flight for the devices (queue/worker-bound).
+struct Bottleneck {
+  std::string kind;  ///< "device-bound", "host-bound" or "worker-bound"; empty when unknown
+  /// Share of a query's measured mean latency, in [0, 1]: "device" (modelled device time),
+  /// "host" (host operators, measured), "simulator" (functional mode only, when present: the
+  /// simulator computing the kernels after the modelled device time, SimOverrun; a real card
+  /// has no such share), "queue" (the rest: waiting for a worker or a device, submission,
+  /// wake-ups). Sums to 1 (queue clamped at 0).
+  std::map<std::string, double> shares;
+  /// Host operators by share of the query's mean latency, largest first (name, share).
+  std::vector<std::pair<std::string, double>> host_operators;
+  double device_bound_samples_per_s = 0;  ///< devices / device time x batch
+  double host_bound_samples_per_s = 0;    ///< min(workers, host cores) / host time x batch (0: no host time)
+  /// workers / query latency x batch: the measured mean latency (device, host operators and the
+  /// runtime's own time), at least device + host time.
+  double worker_bound_samples_per_s = 0;
+  double predicted_samples_per_s = 0;     ///< the smallest of the three bounds
+};
+
+/// The modelled section of a benchmark: device figures from the timing model (deterministic:
+/// the same on every run of the same model, device spec, batch and workers) and host operator
+/// time measured per query. Filled by model_figures.
+struct ModelledFigures {
+  bool available = false;  ///< false when the run recorded no NPU execution (no profiler spans)
+  int devices = 0;         ///< device files the session uses (comma-separated device names)
+  int workers = 0;         ///< requests in flight (the session's worker_num)
+  std::int64_t batch = 1;  ///< samples per query
+  std::vector<ProgramFigures> programs;  ///< one per NPU program execution of a query, in order
+  double device_us = 0;    ///< modelled device time of one query: sum of programs' totals
+  /// Modelled query latency with `workers` queries in flight on `devices` FIFO devices and no
+  /// host time (a deterministic closed-loop schedule), percentiles in microseconds.
+  double p50_us = 0, p90_us = 0, p99_us = 0;
+  double samples_per_s = 0;  ///< modelled device-bound throughput: min(workers, devices) / device time x batch
+  /// Host operators (Quantize, Lower, Unlower, Dequantize, fallbacks) measured, us per query,
+  /// by operator name. Not deterministic: the host's own speed.
+  std::map<std::string, double> host_us_by_operator;
+  double host_us = 0;  ///< sum of host_us_by_operator
+  /// Simulator lateness (SimOverrun spans) measured, us per query; 0 in timing mode.
+  double simulator_us = 0;
+  Bottleneck bottleneck;
+};
+
 /// Figures of a run. Latency of a query = submit to result, in microseconds.
 struct BenchResult {
   std::uint64_t queries = 0;
@@ -39,6 +97,9 @@ struct BenchResult {
   double qps = 0;
   double min_us = 0, mean_us = 0, p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
   std::string devices;
+  double load_ms = 0;    ///< create_runner / create_queue: compile (or cache load) and program load
+  double first_us = 0;   ///< latency of the first query after load (not in the steady-state figures)
+  ModelledFigures modelled;  ///< see ModelledFigures (available only when spans were recorded)
 };
 
 /// A tensor of `desc`'s dtype and shape filled from `rng`: floats uniform in [0, 1), 8-bit
@@ -48,9 +109,27 @@ Tensor random_tensor(const runtime::TensorDesc& desc, std::mt19937_64& rng);
 /// random_tensor() for each of the model's inputs in order, from one generator seeded `seed`.
 std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t seed);
 
+/// The modelled section from the spans of a run: per-program Load/Execution/Store of the first
+/// traced query with NPU executions, the closed-loop latency and device-bound throughput for
+/// `devices`, `workers` and `batch`, host operator time per query (mean over the traced
+/// queries), and the bottleneck, whose shares use `measured_mean_us` (mean query latency, 0:
+/// unknown) and whose host bound assumes `host_cores` cores. Pure function; thread-safe.
+ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, int devices, int workers,
+                              std::int64_t batch, double measured_mean_us, unsigned host_cores);
+
+/// Modelled closed-loop latencies (ns) of `completions` queries: `in_flight` queries circulate
+/// over `devices` FIFO devices that take `service_ns` each, with no host time; each finished
+/// query is resubmitted at once. Deterministic.
+std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight, std::int64_t service_ns,
+                                                std::size_t completions);
+
+/// The number of device files in a comma-separated device name ("npu0pe0,npu0pe1" -> 2).
+int count_devices(std::string_view device_name) noexcept;
+
 /// Loads the model once (a Runner in sync mode, a queue in async mode), asks `make_inputs` for
 /// the inputs, runs the benchmark and prints the figures to stdout (unless options.print is
-/// false). Throws furiosa::Error on setup failures; per-query failures are counted in `errors`.
+/// false). When options.session.profiler is null a private profiler records the spans the
+/// modelled section needs. Throws furiosa::Error on setup failures; per-query failures are counted in `errors`.
 BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs);
 
 }  // namespace furiosa::tools

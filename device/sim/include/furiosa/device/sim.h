@@ -20,6 +20,15 @@ enum class SimMode : std::uint8_t {
   Timing,
 };
 
+/// Whether loading a program also runs it once on every compute thread of the device
+/// (functional mode only), so that nothing is prepared by the first executions (docs/timing.md
+/// "Cold start").
+enum class SimWarmUp : std::uint8_t {
+  Off,          ///< never: the first execution on each thread grows its kernels' scratch
+  FastKernels,  ///< when the fast kernels are active (an execution costs milliseconds); default
+  Always,       ///< also with the portable kernels (a load then costs one slow execution)
+};
+
 /// "functional" / "timing".
 std::string_view sim_mode_name(SimMode mode) noexcept;
 
@@ -55,6 +64,9 @@ struct SimConfig {
   /// Host threads per device file that run executions. Executions of one device never overlap
   /// on the modelled timeline, but their functional computation may overlap on the host.
   int compute_threads = 2;
+  /// Load-time warm-up (functional mode): regions are always made at load; this says whether
+  /// load() also runs the program once per compute thread (off the timeline, no counters).
+  SimWarmUp warm_up = SimWarmUp::FastKernels;
 };
 
 /// SimConfig defaults, overridden by FURIOSA_SIM_CARDS (0..256) and FURIOSA_SIM_PES_PER_CARD
