@@ -546,14 +546,17 @@ void Session::check_device(DeviceSlot& dev) {
   {
     std::lock_guard lock(dev.mu);
     if (dev.running.empty() || dev.resetting || now - dev.last_progress_ns < dev.timeout_ns) return;
-    hung = std::move(dev.running.front());
-    dev.running.pop_front();
+    // The oldest execution stays in `running` until its fence signals: only then has the device
+    // finished with the request's buffers (the reset fails a hung fence; one still computing,
+    // merely slow, finishes). Its request then completes with the timeout error.
+    hung = dev.running.front();
+    if (hung->forced_error) return;  // timed out already, waiting for its fence
     hung->forced_error = std::make_exception_ptr(
         Error(ErrorCode::DeviceTimeout,
               fmt::format("{}: the execution did not finish within {} ms (watchdog); the device was reset",
                           file, dev.timeout_ns / 1'000'000),
               ErrorSubject::of_device(file)));
-    for (auto& r : dev.running) r->reset_victim = true;
+    for (std::size_t i = 1; i < dev.running.size(); ++i) dev.running[i]->reset_victim = true;
     dev.resetting = true;
     ++dev.health.timeouts;
   }
@@ -585,12 +588,14 @@ void Session::check_device(DeviceSlot& dev) {
       }
       const auto lost = std::make_exception_ptr(
           Error(ErrorCode::DeviceNotFound, fmt::format("{}: device lost: {}", file, why), ErrorSubject::of_device(file)));
-      for (auto& r : stranded) r->forced_error = lost;
+      for (auto& r : stranded) {
+        if (!r->forced_error) r->forced_error = lost;  // the hung one keeps its DeviceTimeout
+      }
     }
   }
   dev.cv.notify_all();
   record_device_event(prof, dev, reset_error ? "DeviceLost" : "DeviceReset", "");
-  boost::asio::post(*fence_waiter_, [this, hung = std::move(hung)] { fence_stage(hung); });
+  // A device that could not be reset will not signal its fences: its requests complete now.
   for (auto& r : stranded) boost::asio::post(*fence_waiter_, [this, r] { fence_stage(r); });
 }
 

@@ -61,7 +61,9 @@ TEST_CASE("run_async survives injected faults: 5000 requests over two PEs, each 
   runtime::RunnerOptions o;
   o.driver = driver.get();
   o.device = "warboy(1)*2";
-  o.device_timeout = 200ms;
+  // Long enough that a slow but healthy execution (sanitizers, a loaded machine) is not taken
+  // for a hang; each of the ~16 hangs costs this once.
+  o.device_timeout = 500ms;
   auto runner = runtime::create_runner(kMnist(), o);
   REQUIRE(runner->device_name() == "npu0pe0,npu0pe1");
 
@@ -70,8 +72,11 @@ TEST_CASE("run_async survives injected faults: 5000 requests over two PEs, each 
   futures.reserve(kRequests);
   for (int i = 0; i < kRequests; ++i) futures.push_back(runner->run_async({inputs[static_cast<std::size_t>(i % 10)]}));
 
-  int ok = 0, mismatched = 0;
-  std::map<ErrorCode, int> failures;
+  // Failures are only counted here: their codes come from the runtime's per-device counts
+  // (faults = DeviceFault, timeouts = DeviceTimeout). Reading an exception made on another
+  // thread would show ThreadSanitizer libstdc++'s uninstrumented exception_ptr reference count
+  // (see .ci/run); the sequential tests below check the codes and messages.
+  int ok = 0, failed = 0, mismatched = 0;
   for (int i = 0; i < kRequests; ++i) {
     auto& f = futures[static_cast<std::size_t>(i)];
     REQUIRE(f.wait_for(120s) == std::future_status::ready);  // a generous bound, not a timing claim
@@ -79,31 +84,30 @@ TEST_CASE("run_async survives injected faults: 5000 requests over two PEs, each 
       const auto out = f.get();
       ++ok;
       if (bytes_of(out) != expected[static_cast<std::size_t>(i % 10)]) ++mismatched;
-    } catch (const Error& e) {
-      ++failures[e.code()];
+    } catch (...) {
+      ++failed;
     }
   }
   const auto health = runner->device_health();
   REQUIRE(health.size() == 2);
   std::int64_t injected_errors = 0, injected_hangs = 0;
-  std::uint64_t timeouts = 0, resets = 0, retried = 0;
+  std::uint64_t timeouts = 0, resets = 0, retried = 0, faults = 0;
   for (const auto& h : health) {
     injected_errors += counter(h, "sim.faults.error") + counter(h, "sim.faults.dma");
     injected_hangs += counter(h, "sim.faults.hang");
     timeouts += h.timeouts;
+    faults += h.faults;
     resets += h.resets;
     retried += h.retried;
     CHECK_FALSE(h.lost);
     CHECK(h.counters.resets == h.resets);
   }
-  INFO("ok " << ok << ", DeviceFault " << failures[ErrorCode::DeviceFault] << ", DeviceTimeout "
-             << failures[ErrorCode::DeviceTimeout] << ", injected errors " << injected_errors << ", hangs "
-             << injected_hangs << ", retried " << retried);
+  INFO("ok " << ok << ", failed " << failed << " (DeviceFault " << faults << ", DeviceTimeout " << timeouts
+             << "), injected errors " << injected_errors << ", hangs " << injected_hangs << ", retried " << retried);
   CHECK(mismatched == 0);
-  CHECK(ok + failures[ErrorCode::DeviceFault] + failures[ErrorCode::DeviceTimeout] == kRequests);
-  CHECK(failures.size() <= 2);
-  CHECK(failures[ErrorCode::DeviceFault] == injected_errors);
-  CHECK(failures[ErrorCode::DeviceTimeout] == injected_hangs);
+  CHECK(ok + failed == kRequests);  // every request completed, each exactly once (one future each)
+  CHECK(static_cast<std::uint64_t>(failed) == faults + timeouts);
+  CHECK(static_cast<std::int64_t>(faults) == injected_errors);
   CHECK(static_cast<std::int64_t>(timeouts) == injected_hangs);
   CHECK(resets == timeouts);
   // Over 5000+ executions on two devices: at least 5000 / 300 - 2 hangs, and the errors of
