@@ -15,6 +15,8 @@
 //   FURIOSA_SIM_CARDS          number of simulated cards      (default 1, allowed 0..256)
 //   FURIOSA_SIM_PES_PER_CARD   PEs per simulated card         (default 2, allowed 1..64)
 //   FURIOSA_SIM_FAULTS         faults to inject (parse_sim_faults; default none)
+//   FURIOSA_SIM_LOCK_DIR       directory of the system-wide PE locks ("off": none; default
+//                              sim_default_lock_dir())
 // An empty variable counts as unset; any other value that is not an integer in range makes the
 // driver creation throw Error(InvalidArgument) naming the variable.
 //
@@ -61,6 +63,7 @@
 #include "furiosa/core/error.h"
 #include "furiosa/device/sim.h"
 #include "kernels.h"
+#include "pe_locks.h"
 #include "timing.h"
 
 // The project version reported as firmware "sim-<version>". The build may pass the real one;
@@ -100,7 +103,14 @@ SimConfig sim_config_from_environment() {
       throw Error(ErrorCode::InvalidArgument, fmt::format("FURIOSA_SIM_FAULTS: {}", e.message()));
     }
   }
+  const char* lock_dir = std::getenv("FURIOSA_SIM_LOCK_DIR");
+  if (lock_dir == nullptr || *lock_dir == '\0') config.lock_dir = sim::default_lock_dir();
+  else if (std::string_view(lock_dir) == "off") config.lock_dir.clear();
+  else config.lock_dir = lock_dir;
   return config;
+}
+
+std::string sim_default_lock_dir() { return sim::default_lock_dir();
 }
 
 
@@ -198,6 +208,20 @@ class SimState {
         if (held.card != c) continue;
         for (int pe = held.first_pe; pe <= held.last_pe; ++pe) {
           info.pe_busy[static_cast<std::size_t>(pe)] = true;
+        }
+      }
+      if (!config.lock_dir.empty()) {  // holders in any process, from the lock files
+        const auto n = static_cast<std::size_t>(config.pes_per_card);
+        info.pe_holder_pid.assign(n, 0);
+        info.pe_faults.assign(n, 0);
+        info.pe_resets.assign(n, 0);
+        for (int pe = 0; pe < config.pes_per_card; ++pe) {
+          const sim::PeHolder h = sim::probe_pe(config.lock_dir, c, pe);
+          const auto i = static_cast<std::size_t>(pe);
+          info.pe_holder_pid[i] = h.pid;
+          info.pe_faults[i] = h.faults;
+          info.pe_resets[i] = h.resets;
+          if (h.pid != 0) info.pe_busy[i] = true;
         }
       }
       for (int pe = 0; pe < config.pes_per_card; ++pe) info.device_files.push_back({c, pe, pe});
@@ -391,9 +415,9 @@ class SimLoadedProgram final : public LoadedProgram,
 /// SimConfig::compute_threads threads (timeline in submission order; see the file comment).
 class SimDevice final : public Device {
  public:
-  SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner)
+  SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner, sim::PeLocks locks)
       : state_(std::move(state)), file_(file), name_(file.name()), owner_(owner),
-        rng_(fault_seed(state_->config.faults.seed, name_)) {
+        rng_(fault_seed(state_->config.faults.seed, name_)), locks_(std::move(locks)) {
     const int threads = std::max(state_->config.compute_threads, 1);
     for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
   }
@@ -518,6 +542,7 @@ class SimDevice final : public Device {
     {
       std::lock_guard lock(counters_mu_);
       ++counters_.resets;
+      locks_.publish(faults_, counters_.resets);
     }
     hang_cv_.notify_all();
     queue_not_full_.notify_all();
@@ -580,6 +605,7 @@ class SimDevice final : public Device {
       if (*chosen == SimFaultKind::Lost) lost_ = true;
       std::lock_guard lock(counters_mu_);
       counters_.backend_counters[fmt::format("sim.faults.{}", sim_fault_name(*chosen))] += 1;
+      locks_.publish(++faults_, counters_.resets);
     }
     return chosen;
   }
@@ -842,6 +868,8 @@ class SimDevice final : public Device {
 
   mutable std::mutex counters_mu_;
   DeviceCounters counters_;
+  std::uint64_t faults_ = 0;  ///< injected faults (counters_mu_), published in the lock files
+  sim::PeLocks locks_;        ///< system-wide ownership of the PEs (none without a lock_dir)
 
   std::vector<std::thread> workers_;  ///< started last, in the constructor body
 };
@@ -858,7 +886,9 @@ class SimDriver final : public Driver {
   std::unique_ptr<Device> open(const DeviceFile& file) override {
     const std::uint64_t owner = state_->acquire(file);
     try {
-      auto device = std::make_unique<SimDevice>(state_, file, owner);
+      sim::PeLocks locks;
+      if (!state_->config.lock_dir.empty()) locks = sim::PeLocks(state_->config.lock_dir, file);
+      auto device = std::make_unique<SimDevice>(state_, file, owner, std::move(locks));
       spdlog::debug("sim: opened {}", file.name());
       return device;
     } catch (...) {

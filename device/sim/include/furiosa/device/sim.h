@@ -101,13 +101,24 @@ struct SimConfig {
   int compute_threads = 2;
   /// Faults to inject into every device opened from this driver (docs/devices.md).
   SimFaultPlan faults;
+  /// System-wide PE ownership: when not empty, an open also locks one file per PE in this
+  /// directory (flock; released on close and on process death), so opens in other processes
+  /// (and other drivers) see the PE as busy, naming the holder's pid. Empty (the default for
+  /// create_sim_driver) keeps ownership within this driver.
+  std::string lock_dir;
 };
 
 /// SimConfig defaults, overridden by FURIOSA_SIM_CARDS (0..256), FURIOSA_SIM_PES_PER_CARD
 /// (1..64) and FURIOSA_SIM_FAULTS (a fault spec, parse_sim_faults) when set and non-empty; this
-/// is the configuration of the built-in "sim" driver. Throws Error(InvalidArgument) naming the
+/// is the configuration of the built-in "sim" driver. Its lock_dir is FURIOSA_SIM_LOCK_DIR
+/// ("off" = none), else sim_default_lock_dir(): the built-in simulated cards are owned
+/// system-wide, as real cards are. Throws Error(InvalidArgument) naming the
 /// variable for a value that is not an integer in range or not a valid fault spec.
 SimConfig sim_config_from_environment();
+
+/// $XDG_RUNTIME_DIR/furiosa-sim when XDG_RUNTIME_DIR is an absolute path, else
+/// /tmp/furiosa-sim-<uid>.
+std::string sim_default_lock_dir();
 
 /// Creates a simulator driver. Each driver instance is an independent set of simulated cards.
 std::unique_ptr<Driver> create_sim_driver(const SimConfig& config = {});
