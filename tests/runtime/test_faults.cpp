@@ -61,9 +61,14 @@ TEST_CASE("run_async survives injected faults: 5000 requests over two PEs, each 
   runtime::RunnerOptions o;
   o.driver = driver.get();
   o.device = "warboy(1)*2";
-  // Long enough that a slow but healthy execution (sanitizers, a loaded machine) is not taken
-  // for a hang; each of the ~16 hangs costs this once.
+  // Long enough that a slow but healthy execution is not taken for a hang (which would fail a
+  // request that had no fault); each of the ~16 hangs costs this once. Sanitizer builds on a
+  // loaded machine stall executions for longer.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  o.device_timeout = 5000ms;
+#else
   o.device_timeout = 500ms;
+#endif
   auto runner = runtime::create_runner(kMnist(), o);
   REQUIRE(runner->device_name() == "npu0pe0,npu0pe1");
 
