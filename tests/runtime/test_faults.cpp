@@ -5,7 +5,10 @@
 // SessionOptions::device_timeout; nothing asserts on elapsed time.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <future>
 #include <map>
 
@@ -163,6 +166,14 @@ TEST_CASE("a hang fails its request with DeviceTimeout, resets the device and is
   }
   CHECK(events["DeviceTimeout"] == 1);
   CHECK(events["DeviceReset"] == 1);
+  // In the Chrome trace they are instant events ("ph":"i") on the PE's track.
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("furiosa-faults-trace-{}.json", ::getpid());
+  profiler->write_chrome_trace(path);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  CHECK_THAT(text, Catch::Contains(R"("ph":"i")") && Catch::Contains(R"("name":"DeviceTimeout")") &&
+                       Catch::Contains(R"("name":"DeviceReset")"));
 }
 
 TEST_CASE("a lost device fails its requests with DeviceNotFound; the others keep serving",
