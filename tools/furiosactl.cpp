@@ -63,6 +63,33 @@ bool busy(const CardInfo& card, int pe) {
          card.pe_busy[static_cast<std::size_t>(pe)];
 }
 
+// Holder pid and fault counters of PE `pe`, when the backend reports them (sim with system-wide
+// ownership); pid 0 = free.
+struct PeState {
+  bool known = false;
+  long pid = 0;
+  std::uint64_t faults = 0, resets = 0;
+};
+
+PeState pe_state(const CardInfo& card, int pe) {
+  const auto i = static_cast<std::size_t>(pe);
+  PeState s;
+  if (i >= card.pe_holder_pid.size()) return s;
+  s.known = true;
+  s.pid = card.pe_holder_pid[i];
+  if (i < card.pe_faults.size()) s.faults = card.pe_faults[i];
+  if (i < card.pe_resets.size()) s.resets = card.pe_resets[i];
+  return s;
+}
+
+// "0 (available)", "1 (busy)", or with a known holder "1 (busy: pid 4242, faults 3, resets 1)".
+std::string core_text(const CardInfo& card, int pe) {
+  const PeState s = pe_state(card, pe);
+  if (!busy(card, pe)) return fmt::format("{} (available)", pe);
+  if (!s.known || s.pid == 0) return fmt::format("{} (busy)", pe);
+  return fmt::format("{} (busy: pid {}, faults {}, resets {})", pe, s.pid, s.faults, s.resets);
+}
+
 std::vector<std::string> file_names(const CardInfo& card) {
   std::vector<std::string> names;
   for (const DeviceFile& file : card.device_files) names.push_back(file.name());
@@ -98,9 +125,16 @@ int list(const Options& options) {
     for (const Card& card : cards) {
       json cores = json::array();
       for (int pe = 0; pe < card.info.pe_count; ++pe) {
-        cores.push_back({{"index", pe},
-                         {"name", DeviceFile{card.info.index, pe, pe}.name()},
-                         {"status", busy(card.info, pe) ? "busy" : "available"}});
+        json core = {{"index", pe},
+                     {"name", DeviceFile{card.info.index, pe, pe}.name()},
+                     {"status", busy(card.info, pe) ? "busy" : "available"}};
+        const PeState s = pe_state(card.info, pe);
+        if (s.known && s.pid != 0) {
+          core["holder_pid"] = s.pid;
+          core["faults"] = s.faults;
+          core["resets"] = s.resets;
+        }
+        cores.push_back(std::move(core));
       }
       out["cards"].push_back({{"backend", card.backend},
                               {"index", card.info.index},
@@ -122,7 +156,7 @@ int list(const Options& options) {
   for (const Card& card : cards) {
     std::vector<std::string> cores;
     for (int pe = 0; pe < card.info.pe_count; ++pe) {
-      cores.push_back(fmt::format("{} ({})", pe, busy(card.info, pe) ? "busy" : "available"));
+      cores.push_back(core_text(card.info, pe));
     }
     const auto files = file_names(card.info);
     rows.push_back({card.backend, fmt::format("npu{}", card.info.index), or_dash(card.info.arch),

@@ -14,6 +14,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::DeviceNotFound: return "DeviceNotFound";
     case ErrorCode::DeviceBusy: return "DeviceBusy";
     case ErrorCode::DeviceFault: return "DeviceFault";
+    case ErrorCode::DeviceTimeout: return "DeviceTimeout";
     case ErrorCode::QueueWaitTimeout: return "QueueWaitTimeout";
     case ErrorCode::SessionClosed: return "SessionClosed";
     case ErrorCode::SessionTerminated: return "SessionTerminated";

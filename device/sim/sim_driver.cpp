@@ -14,6 +14,9 @@
 // made with create_sim_driver() take only the SimConfig they are given):
 //   FURIOSA_SIM_CARDS          number of simulated cards      (default 1, allowed 0..256)
 //   FURIOSA_SIM_PES_PER_CARD   PEs per simulated card         (default 2, allowed 1..64)
+//   FURIOSA_SIM_FAULTS         faults to inject (parse_sim_faults; default none)
+//   FURIOSA_SIM_LOCK_DIR       directory of the system-wide PE locks ("off": none; default
+//                              sim_default_lock_dir())
 // An empty variable counts as unset; any other value that is not an integer in range makes the
 // driver creation throw Error(InvalidArgument) naming the variable.
 //
@@ -23,6 +26,12 @@
 // allocation of the calling Device; anything else is Error(DeviceFault) naming the device file and
 // address. Closing a Device frees its allocations and releases its cores. A LoadedProgram keeps
 // its region's storage alive, so queued executions never touch freed memory.
+//
+// Faults (SimConfig::faults, docs/devices.md "Fault injection"): each device decides, in the
+// order executions are taken (queue lock held), whether the next one faults. An error or DMA
+// fault fails the fence without computing; a hang keeps the fence unsignalled and stops the
+// device taking work until reset() (which aborts the hung and queued executions) or close; a
+// lost device fails that and every later execution with DeviceNotFound and refuses submits.
 //
 // Lifetime: the driver, its Devices and their LoadedPrograms share one SimState through
 // shared_ptr, so a Device still releases its cores correctly when it outlives the driver.
@@ -42,6 +51,8 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -52,6 +63,7 @@
 #include "furiosa/core/error.h"
 #include "furiosa/device/sim.h"
 #include "kernels.h"
+#include "pe_locks.h"
 #include "timing.h"
 
 // The project version reported as firmware "sim-<version>". The build may pass the real one;
@@ -84,7 +96,21 @@ SimConfig sim_config_from_environment() {
   SimConfig config;
   config.cards = env_int("FURIOSA_SIM_CARDS", config.cards, 0, 256);
   config.pes_per_card = env_int("FURIOSA_SIM_PES_PER_CARD", config.pes_per_card, 1, 64);
+  if (const char* faults = std::getenv("FURIOSA_SIM_FAULTS"); faults != nullptr && *faults != '\0') {
+    try {
+      config.faults = parse_sim_faults(faults);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::InvalidArgument, fmt::format("FURIOSA_SIM_FAULTS: {}", e.message()));
+    }
+  }
+  const char* lock_dir = std::getenv("FURIOSA_SIM_LOCK_DIR");
+  if (lock_dir == nullptr || *lock_dir == '\0') config.lock_dir = sim::default_lock_dir();
+  else if (std::string_view(lock_dir) == "off") config.lock_dir.clear();
+  else config.lock_dir = lock_dir;
   return config;
+}
+
+std::string sim_default_lock_dir() { return sim::default_lock_dir();
 }
 
 
@@ -182,6 +208,20 @@ class SimState {
         if (held.card != c) continue;
         for (int pe = held.first_pe; pe <= held.last_pe; ++pe) {
           info.pe_busy[static_cast<std::size_t>(pe)] = true;
+        }
+      }
+      if (!config.lock_dir.empty()) {  // holders in any process, from the lock files
+        const auto n = static_cast<std::size_t>(config.pes_per_card);
+        info.pe_holder_pid.assign(n, 0);
+        info.pe_faults.assign(n, 0);
+        info.pe_resets.assign(n, 0);
+        for (int pe = 0; pe < config.pes_per_card; ++pe) {
+          const sim::PeHolder h = sim::probe_pe(config.lock_dir, c, pe);
+          const auto i = static_cast<std::size_t>(pe);
+          info.pe_holder_pid[i] = h.pid;
+          info.pe_faults[i] = h.faults;
+          info.pe_resets[i] = h.resets;
+          if (h.pid != 0) info.pe_busy[i] = true;
         }
       }
       for (int pe = 0; pe < config.pes_per_card; ++pe) info.device_files.push_back({c, pe, pe});
@@ -304,6 +344,10 @@ class SimLoadedProgram final : public LoadedProgram,
         prepared_(state_->config.mode == SimMode::Functional ? sim::prepare_program(*program_)
                                                              : nullptr),
         cost_(sim::model_program(state_->config, *program_, pe_count)) {
+    modelled_ns_ = 0;
+    for (std::int64_t ns : cost_.load_ns) modelled_ns_ += ns;
+    modelled_ns_ += sim::cycles_to_ns(state_->config, cost_.kernel_cycles);
+    for (std::int64_t ns : cost_.store_ns) modelled_ns_ += ns;
     if (state_->config.mode != SimMode::Functional || size_ == 0) return;
     // Everything an execution needs is made now, not by the first executions (docs/timing.md
     // "Cold start"): the region's pages past the constants (calloc leaves them unmapped until
@@ -319,6 +363,7 @@ class SimLoadedProgram final : public LoadedProgram,
   ~SimLoadedProgram() override { state_->release_if_current(card_, base_, allocation_id_); }
 
   const isa::Program& program() const noexcept override { return *program_; }
+  std::int64_t modelled_ns() const noexcept override { return modelled_ns_; }
   /// Id of the SimDevice that loaded it.
   std::uint64_t owner() const noexcept { return owner_; }
   /// Device address of the program's DRAM region.
@@ -376,6 +421,7 @@ class SimLoadedProgram final : public LoadedProgram,
   std::uint64_t size_;
   std::shared_ptr<const sim::PreparedProgram> prepared_;
   sim::ProgramCost cost_;
+  std::int64_t modelled_ns_ = 0;  ///< Load + kernels + Store, one execution
   mutable std::mutex regions_mu_;
   mutable bool primary_busy_ = false;
   mutable std::vector<std::unique_ptr<std::byte[]>> spare_regions_;
@@ -385,8 +431,9 @@ class SimLoadedProgram final : public LoadedProgram,
 /// SimConfig::compute_threads threads (timeline in submission order; see the file comment).
 class SimDevice final : public Device {
  public:
-  SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner)
-      : state_(std::move(state)), file_(file), name_(file.name()), owner_(owner) {
+  SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner, sim::PeLocks locks)
+      : state_(std::move(state)), file_(file), name_(file.name()), owner_(owner),
+        rng_(fault_seed(state_->config.faults.seed, name_)), locks_(std::move(locks)) {
     const int threads = std::max(state_->config.compute_threads, 1);
     warm_ups_.resize(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(static_cast<std::size_t>(i)); });
@@ -395,12 +442,21 @@ class SimDevice final : public Device {
   /// Drains the queue (every queued execution runs and signals its fence), joins the worker,
   /// frees this device's DRAM and releases its cores.
   ~SimDevice() override {
+    std::vector<std::shared_ptr<Fence>> aborted;
     {
       std::lock_guard lock(queue_mu_);
       stopping_ = true;
+      // A hung device runs nothing more: its hung and queued executions fail.
+      if (hung_) aborted = take_unfinished_locked();
     }
     queue_not_empty_.notify_all();
     queue_not_full_.notify_all();
+    hang_cv_.notify_all();
+    for (auto& f : aborted) {
+      f->fail(std::make_exception_ptr(Error(ErrorCode::SessionClosed,
+                                            fmt::format("{}: the device closed while it was hung", name_),
+                                            ErrorSubject::of_device(name_))));
+    }
     for (auto& w : workers_) w.join();
     state_->release_all(file_.card, owner_);
     state_->release_cores(file_);
@@ -467,7 +523,7 @@ class SimDevice final : public Device {
     check_sizes(prog, "output", prog.outputs, outputs);
 
     Task task{loaded->shared_from_this(), std::move(inputs), std::move(outputs),
-              std::make_shared<Fence>(), 0};
+              std::make_shared<Fence>(), 0, std::nullopt};
     std::shared_ptr<Fence> fence = task.fence;
     {
       std::unique_lock lock(queue_mu_);
@@ -476,6 +532,7 @@ class SimDevice final : public Device {
       if (stopping_) {
         throw Error(ErrorCode::SessionClosed, fmt::format("{}: the device is closing", name_));
       }
+      if (lost_) throw lost_error();
       task.index = next_execution_index_++;
       queue_.push_back(std::move(task));
     }
@@ -488,6 +545,31 @@ class SimDevice final : public Device {
     return counters_;
   }
 
+  void reset() override {
+    std::vector<std::shared_ptr<Fence>> aborted;
+    std::vector<std::uint64_t> indices;
+    {
+      std::lock_guard lock(queue_mu_);
+      if (lost_) throw lost_error();
+      indices.reserve(queue_.size() + 1);
+      if (hung_task_) indices.push_back(hung_task_->index);
+      for (const Task& t : queue_) indices.push_back(t.index);
+      aborted = take_unfinished_locked();
+      hung_ = false;
+      ++reset_generation_;
+    }
+    {
+      std::lock_guard lock(counters_mu_);
+      ++counters_.resets;
+      locks_.publish(faults_, counters_.resets);
+    }
+    hang_cv_.notify_all();
+    queue_not_full_.notify_all();
+    queue_not_empty_.notify_all();
+    for (std::size_t i = 0; i < aborted.size(); ++i) aborted[i]->fail(reset_abort_error(file_, indices[i]));
+    spdlog::debug("sim: {} reset ({} executions aborted)", name_, aborted.size());
+  }
+
  private:
   /// One queued execution.
   struct Task {
@@ -496,7 +578,66 @@ class SimDevice final : public Device {
     std::vector<std::span<std::byte>> outputs;
     std::shared_ptr<Fence> fence;
     std::uint64_t index = 0;  ///< execution_index
+    std::optional<SimFaultKind> fault;  ///< injected into this execution (decided when taken)
   };
+
+  /// Seed of a device's fault generator: the plan's seed mixed with the device file's name
+  /// (FNV-1a), so the devices of one driver draw different but repeatable sequences.
+  static std::uint64_t fault_seed(std::uint64_t seed, const std::string& name) {
+    std::uint64_t h = 1469598103934665603ull ^ seed;
+    for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+  }
+
+  Error lost_error() const {
+    return Error(ErrorCode::DeviceNotFound,
+                 fmt::format("{}: device lost (injected fault); close and open it again", name_),
+                 ErrorSubject::of_device(name_));
+  }
+
+  /// The fault of the execution about to be taken, if any (queue_mu_ held, in taking order).
+  /// Every `p` rule draws once per execution, so the sequence repeats whatever else fires.
+  std::optional<SimFaultKind> decide_fault_locked() {
+    const SimFaultPlan& plan = state_->config.faults;
+    if (lost_) return SimFaultKind::Lost;
+    if (plan.empty()) return std::nullopt;
+    const std::uint64_t n = ++taken_;
+    std::optional<SimFaultKind> chosen;
+    for (const SimFaultRule& r : plan.rules) {
+      bool fire = false;
+      if (r.every > 0) fire = n % r.every == 0;
+      else if (r.has_after) fire = n > r.after;
+      else fire = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < r.p;
+      // Precedence when several fire: lost, hang, dma, error.
+      auto rank = [](SimFaultKind k) {
+        switch (k) {
+          case SimFaultKind::Lost: return 3;
+          case SimFaultKind::Hang: return 2;
+          case SimFaultKind::Dma: return 1;
+          case SimFaultKind::Error: return 0;
+        }
+        return 0;
+      };
+      if (fire && (!chosen || rank(r.kind) > rank(*chosen))) chosen = r.kind;
+    }
+    if (chosen) {
+      if (*chosen == SimFaultKind::Lost) lost_ = true;
+      std::lock_guard lock(counters_mu_);
+      counters_.backend_counters[fmt::format("sim.faults.{}", sim_fault_name(*chosen))] += 1;
+      locks_.publish(++faults_, counters_.resets);
+    }
+    return chosen;
+  }
+
+  /// Removes the hung execution and every queued one (queue_mu_ held); returns their fences.
+  std::vector<std::shared_ptr<Fence>> take_unfinished_locked() {
+    std::vector<std::shared_ptr<Fence>> fences;
+    if (hung_task_) fences.push_back(std::move(hung_task_->fence));
+    hung_task_.reset();
+    for (Task& t : queue_) fences.push_back(std::move(t.fence));
+    queue_.clear();
+    return fences;
+  }
 
   /// Throws InvalidInput unless `given` matches the program's tensors in count and byte sizes.
   template <class Span>
@@ -592,7 +733,8 @@ class SimDevice final : public Device {
       ExecutionTiming timing;
       {
         std::unique_lock lock(queue_mu_);
-        queue_not_empty_.wait(lock, [this, me] { return stopping_ || !queue_.empty() || !warm_ups_[me].empty(); });
+        // A hung device takes nothing until reset() or close (load-time warm-ups still run).
+        queue_not_empty_.wait(lock, [this, me] { return stopping_ || (!queue_.empty() && !hung_) || !warm_ups_[me].empty(); });
         if (!warm_ups_[me].empty()) {
           std::shared_ptr<WarmUp> w = std::move(warm_ups_[me].front());
           warm_ups_[me].pop_front();
@@ -603,6 +745,25 @@ class SimDevice final : public Device {
         if (queue_.empty()) return;  // closing, and every execution has been run
         task = std::move(queue_.front());
         queue_.pop_front();
+        task.fault = decide_fault_locked();
+        if (task.fault == SimFaultKind::Hang) {
+          // The fence stays unsignalled until reset() or close fails it; the inputs and
+          // outputs are never touched.
+          hung_ = true;
+          queue_not_full_.notify_one();
+          hung_task_ = Task{nullptr, {}, {}, task.fence, task.index, task.fault};
+          const std::uint64_t generation = reset_generation_;
+          hang_cv_.wait(lock, [&] { return stopping_ || reset_generation_ != generation; });
+          if (hung_task_ && hung_task_->fence == task.fence) {  // closing: nobody reset it
+            hung_task_.reset();
+            hung_ = false;
+            lock.unlock();
+            task.fence->fail(std::make_exception_ptr(
+                Error(ErrorCode::SessionClosed, fmt::format("{}: the device closed while it was hung", name_),
+                      ErrorSubject::of_device(name_))));
+          }
+          continue;
+        }
         timing = place_on_timeline(task);
       }
       queue_not_full_.notify_one();
@@ -679,6 +840,17 @@ class SimDevice final : public Device {
     std::byte* region_data = nullptr;
     std::int64_t host_start_ns = steady_now_ns(), host_end_ns = 0;
     try {
+      if (task.fault == SimFaultKind::Lost) throw lost_error();
+      if (task.fault == SimFaultKind::Dma) {
+        throw Error(ErrorCode::DeviceFault,
+                    fmt::format("{}: execution {}: DMA error during Load (injected fault)", name_, task.index),
+                    ErrorSubject::of_device(name_));
+      }
+      if (task.fault == SimFaultKind::Error) {
+        throw Error(ErrorCode::DeviceFault,
+                    fmt::format("{}: execution {}: execution error (injected fault)", name_, task.index),
+                    ErrorSubject::of_device(name_));
+      }
       for (std::size_t i = 0; i < prog.inputs.size(); ++i) check_dma(prog.inputs[i], primary, "input", i, task.index);
       for (std::size_t i = 0; i < prog.outputs.size(); ++i) check_dma(prog.outputs[i], primary, "output", i, task.index);
       if (config.mode == SimMode::Functional) {
@@ -775,8 +947,19 @@ class SimDevice final : public Device {
 
   std::int64_t timeline_ns_ = 0;  ///< device clock: end of the last placed execution (queue_mu_)
 
+  // Fault injection state (queue_mu_).
+  std::condition_variable hang_cv_;   ///< wakes the hung worker on reset() or close
+  std::mt19937_64 rng_;               ///< draws of `p` rules
+  std::uint64_t taken_ = 0;           ///< executions taken so far (1-based count of the last)
+  bool hung_ = false;                 ///< an execution hangs: nothing more is taken
+  bool lost_ = false;                 ///< the device is lost
+  std::optional<Task> hung_task_;     ///< the hung execution (its fence), until reset or close
+  std::uint64_t reset_generation_ = 0;
+
   mutable std::mutex counters_mu_;
   DeviceCounters counters_;
+  std::uint64_t faults_ = 0;  ///< injected faults (counters_mu_), published in the lock files
+  sim::PeLocks locks_;        ///< system-wide ownership of the PEs (none without a lock_dir)
 
   std::vector<std::thread> workers_;  ///< started last, in the constructor body
 };
@@ -793,7 +976,9 @@ class SimDriver final : public Driver {
   std::unique_ptr<Device> open(const DeviceFile& file) override {
     const std::uint64_t owner = state_->acquire(file);
     try {
-      auto device = std::make_unique<SimDevice>(state_, file, owner);
+      sim::PeLocks locks;
+      if (!state_->config.lock_dir.empty()) locks = sim::PeLocks(state_->config.lock_dir, file);
+      auto device = std::make_unique<SimDevice>(state_, file, owner, std::move(locks));
       spdlog::debug("sim: opened {}", file.name());
       return device;
     } catch (...) {

@@ -118,4 +118,31 @@ void Fence::fail(std::exception_ptr error) {
   complete(lock);
 }
 
+namespace {
+constexpr std::string_view kResetAbort = "aborted by device reset";
+}  // namespace
+
+void Device::reset() {
+  throw Error(ErrorCode::DeviceFault,
+              fmt::format("{}: this backend cannot reset a device", file().name()),
+              ErrorSubject::of_device(file().name()));
+}
+
+std::exception_ptr reset_abort_error(const DeviceFile& file, std::uint64_t execution) {
+  return std::make_exception_ptr(
+      Error(ErrorCode::DeviceFault, fmt::format("{}: execution {} {}", file.name(), execution, kResetAbort),
+            ErrorSubject::of_device(file.name())));
+}
+
+bool aborted_by_reset(const std::exception_ptr& error) noexcept {
+  if (!error) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.code() == ErrorCode::DeviceFault && e.message().ends_with(kResetAbort);
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace furiosa::device

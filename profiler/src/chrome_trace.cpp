@@ -33,7 +33,9 @@
 //   keep span order, so a parent precedes the children starting with it).
 //
 // Spans: one complete event ("ph":"X") each, with "name", "cat" ("Runtime"/"NPU"), "ts", "dur"
-// (a negative duration is clamped to 0), "pid", "tid" and "args".
+// (a negative duration is clamped to 0), "pid", "tid" and "args". A zero-length span with the
+// attribute event=instant (the runtime's DeviceTimeout / DeviceReset / DeviceLost marks on a PE's
+// track) is an instant event instead: "ph":"i", "s":"t", no "dur".
 // Nesting survives the conversion to microseconds: "ts" is the double nearest to start/1000 and
 // "dur" is chosen (within a few ulps of dur/1000) so that ts + dur, added in double precision as
 // viewers do, is exactly the double nearest to end/1000. Rounding to nearest is monotonic, so a
@@ -323,6 +325,15 @@ void append_counters(const std::vector<SpanRecord>& spans, std::vector<TimedEven
 
 }  // namespace
 
+/// True for a zero-length span marked as an instant event (attribute event=instant).
+static bool is_instant(const SpanRecord& span) {
+  if (span.end_ns != span.start_ns) return false;
+  for (const auto& [key, value] : span.attributes) {
+    if (key == "event" && value == "instant") return true;
+  }
+  return false;
+}
+
 json chrome_trace_document(std::vector<SpanRecord> spans, const TraceInfo& info) {
   sort_spans(spans);
   const std::int64_t base_ns = spans.empty() ? 0 : spans.front().start_ns;
@@ -340,6 +351,17 @@ json chrome_trace_document(std::vector<SpanRecord> spans, const TraceInfo& info)
     const std::int64_t rel_start = span.start_ns - base_ns;
     const double ts = to_us(rel_start);
     const double dur = exact_dur_us(ts, rel_start, drawn_end(span) - span.start_ns);
+    if (is_instant(span)) {  // a device event (DeviceTimeout, DeviceReset, ...): a mark on the track
+      timed.push_back(TimedEvent{span.start_ns, json{{"ph", "i"},
+                                                     {"s", "t"},
+                                                     {"name", span.name},
+                                                     {"cat", category_name(span.cat)},
+                                                     {"ts", ts},
+                                                     {"pid", track.pid},
+                                                     {"tid", track.tid},
+                                                     {"args", span_args(span)}}});
+      continue;
+    }
     timed.push_back(TimedEvent{span.start_ns, json{{"ph", "X"},
                                                    {"name", span.name},
                                                    {"cat", category_name(span.cat)},

@@ -44,6 +44,7 @@ Runner::~Runner() = default;
 const Model& Runner::model() const noexcept { return impl_->model; }
 std::string Runner::device_name() const { return impl_->session->device_names(); }
 std::string Runner::backend() const { return impl_->session->backend(); }
+std::vector<DeviceHealth> Runner::device_health() const { return impl_->session->device_health(); }
 const compiler::PartitionReport& Runner::partition_report() const noexcept { return impl_->session->compiled().report; }
 const compiler::CompiledModel& Runner::compiled() const noexcept { return impl_->session->compiled(); }
 

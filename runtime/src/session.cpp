@@ -9,12 +9,18 @@
 //   host stage (worker): the next host operators (Unlower, Dequantize, ...), further NPU calls
 //                        the same way, then the Inference span ends and the completion is called
 //                        exactly once
+//
+// Recovery (docs/devices.md "Recovery"): each device keeps its running executions in submission
+// order; a watchdog thread fails the oldest with DeviceTimeout when the device made no progress
+// for its limit, resets the device and resubmits the executions the reset aborted (at most
+// kMaxResetRetries times each). A lost device (DeviceNotFound) takes no more requests.
 #include "session.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <optional>
 
 #include "cpu_ops.h"
@@ -50,11 +56,24 @@ Model model_of(const compiler::CompiledModel& compiled) {
   return model;
 }
 
+/// How many times one request is resubmitted after resets aborted its execution before it
+/// fails with the abort error (a bound, so a device that keeps hanging cannot loop a request).
+constexpr int kMaxResetRetries = 3;
+
 /// One opened device with the model's programs loaded on it.
 struct Session::DeviceSlot {
   std::unique_ptr<device::Device> device;
   std::vector<std::shared_ptr<device::LoadedProgram>> programs;  // per NpuCall
   std::atomic<int> in_flight{0};
+  std::int64_t timeout_ns = 0;  ///< watchdog limit of one execution
+  std::atomic<bool> lost{false};
+  /// Guards the fields below; held while submitting, so `running` is in device order.
+  mutable std::mutex mu;
+  std::condition_variable cv;  ///< signalled when a reset ends
+  std::deque<std::shared_ptr<Request>> running;  ///< submitted, fence not yet seen, oldest first
+  std::int64_t last_progress_ns = 0;  ///< last fence signal, or submit to an idle device
+  bool resetting = false;
+  DeviceHealth health;  ///< counters (device_file, counters filled on read)
 };
 
 /// Host buffers of one inference: dense slots hold Tensors (user inputs and constants are
@@ -146,6 +165,19 @@ Session::Session(ModelSource source, const SessionConfig& config) {
     for (const auto& call : compiled_.npu_calls) slot->programs.push_back(slot->device->load(call.program));
     devices_.push_back(std::move(slot));
   }
+  // Watchdog limits: the option, else 1000 x the longest program's modelled time with a floor.
+  std::int64_t min_timeout = 0;
+  for (auto& slot : devices_) {
+    std::int64_t modelled = 0;
+    for (const auto& p : slot->programs) modelled = std::max(modelled, p->modelled_ns());
+    const std::int64_t floor_ns = std::chrono::nanoseconds(kDefaultDeviceTimeoutFloor).count();
+    slot->timeout_ns = config.device_timeout.count() > 0
+                           ? std::chrono::nanoseconds(config.device_timeout).count()
+                           : std::max(floor_ns, modelled * 1000);
+    slot->health.device_file = slot->device->file().name();
+    min_timeout = min_timeout == 0 ? slot->timeout_ns : std::min(min_timeout, slot->timeout_ns);
+  }
+  watch_interval_ = std::chrono::nanoseconds(std::clamp<std::int64_t>(min_timeout / 8, 1'000'000, 250'000'000));
   pool_ = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(config.worker_num));
   fence_waiter_ = std::make_unique<boost::asio::thread_pool>(1);
   max_active_ = static_cast<std::size_t>(config.worker_num) + 2 * devices_.size();
@@ -160,6 +192,7 @@ Session::Session(ModelSource source, const SessionConfig& config) {
     }
     free_buffers_.push_back(std::move(b));
   }
+  watchdog_ = std::thread([this] { watchdog_loop(); });
   spdlog::debug("session ready on {} ({} NPU programs)", device_names(), compiled_.npu_calls.size());
 }
 
@@ -169,6 +202,14 @@ Session::~Session() {
     std::unique_lock lock(active_mu_);
     active_cv_.wait(lock, [this] { return active_ == 0 && handoffs_ == 0; });
   }
+  if (watchdog_.joinable()) {
+    {
+      std::lock_guard lock(watch_mu_);
+      watch_stop_ = true;
+    }
+    watch_cv_.notify_all();
+    watchdog_.join();
+  }
   if (fence_waiter_) fence_waiter_->join();
   if (pool_) pool_->join();
 }
@@ -176,6 +217,21 @@ Session::~Session() {
 std::string Session::device_names() const {
   std::string out;
   for (const auto& d : devices_) out += (out.empty() ? "" : ",") + d->device->file().name();
+  return out;
+}
+
+std::vector<DeviceHealth> Session::device_health() const {
+  std::vector<DeviceHealth> out;
+  for (const auto& d : devices_) {
+    DeviceHealth h;
+    {
+      std::lock_guard lock(d->mu);
+      h = d->health;
+    }
+    h.lost = d->lost.load();
+    h.counters = d->device->counters();
+    out.push_back(std::move(h));
+  }
   return out;
 }
 
@@ -220,6 +276,11 @@ struct Session::Request {
   DeviceSlot* device = nullptr;
   std::shared_ptr<device::Fence> fence;
   std::uint64_t flow_id = 0;
+  /// Set by the watchdog (under the device's mu) instead of the fence's result: DeviceTimeout
+  /// for the hung execution, DeviceNotFound when the device could not be reset.
+  std::exception_ptr forced_error;
+  bool reset_victim = false;  ///< queued behind a hung execution when the device was reset
+  int reset_retries = 0;
 
   profiler::SpanContext context() const { return {span.trace_id, span.span_id}; }
 };
@@ -307,17 +368,40 @@ void Session::submit_npu(const std::shared_ptr<Request>& req, int index) {
     req->flow_id = prof != nullptr ? prof->next_flow_id() : 0;
     profiler::ScopedSpan enqueue(prof, "Enqueue", ctx);
     enqueue.record().flow_id = req->flow_id;
+    // Submitting under the device's lock keeps `running` in the device's order; a reset in
+    // progress is waited out.
+    std::unique_lock lock(dev.mu);
+    dev.cv.wait(lock, [&] { return !dev.resetting; });
+    if (dev.lost.load()) {
+      throw Error(ErrorCode::DeviceNotFound,
+                  fmt::format("{}: device lost; create a new runner or queue to open it again",
+                              dev.health.device_file),
+                  ErrorSubject::of_device(dev.health.device_file));
+    }
     fence = dev.device->submit(*dev.programs[static_cast<std::size_t>(index)], std::move(dev_in),
                                std::move(dev_out));
+    if (dev.running.empty()) dev.last_progress_ns = profiler::now_ns();
+    dev.running.push_back(req);
+    req->device = &dev;
+    req->fence = fence;
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::DeviceNotFound) dev.lost.store(true);
+    dev.in_flight.fetch_sub(1);
+    throw;
   } catch (...) {
     dev.in_flight.fetch_sub(1);
     throw;
   }
-  req->device = &dev;
-  req->fence = fence;
   // The callback runs on the backend's thread (or here, if the fence already signalled): it
-  // only hands the request to the fence-wait executor.
-  fence->on_signal([this, req] {
+  // only hands the request to the fence-wait executor, unless the watchdog already took it.
+  fence->on_signal([this, req, &dev] {
+    {
+      std::lock_guard lock(dev.mu);
+      auto it = std::find(dev.running.begin(), dev.running.end(), req);
+      if (it == dev.running.end()) return;  // failed by the watchdog already
+      dev.running.erase(it);
+      dev.last_progress_ns = profiler::now_ns();
+    }
     // The backend's thread is no thread of ours: the destructor must not destroy the executor
     // while this thread is still inside post() (signalling its condition variable), so the
     // hand-off is counted until post() returns.
@@ -336,8 +420,39 @@ void Session::fence_stage(std::shared_ptr<Request> req) {
   const std::shared_ptr<device::Fence> fence = std::move(req->fence);
   req->device = nullptr;
   dev.in_flight.fetch_sub(1);
-  std::exception_ptr error = fence->error();
+  std::exception_ptr error = req->forced_error ? req->forced_error : fence->error();
+  const bool victim = std::exchange(req->reset_victim, false);
+  if (!req->forced_error && error) {
+    if (victim && device::aborted_by_reset(error) && req->reset_retries < kMaxResetRetries) {
+      // Aborted behind a hung execution: not this request's fault, so it runs again (on the
+      // least loaded device) from the same NPU call; its buffers are untouched.
+      ++req->reset_retries;
+      {
+        std::lock_guard lock(dev.mu);
+        ++dev.health.retried;
+      }
+      boost::asio::post(*pool_, [this, req = std::move(req)]() mutable { host_stage(std::move(req)); });
+      return;
+    }
+    ErrorCode code = ErrorCode::Internal;
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      code = e.code();
+    } catch (...) {
+    }
+    std::lock_guard lock(dev.mu);
+    if (code == ErrorCode::DeviceNotFound && !dev.lost.exchange(true)) {
+      spdlog::warn("{}: device lost; requests go to the session's other devices", dev.health.device_file);
+    }
+    if (code != ErrorCode::DeviceNotFound) ++dev.health.faults;
+  }
+  req->forced_error = nullptr;
   if (!error) {
+    {
+      std::lock_guard lock(dev.mu);
+      ++dev.health.completed;
+    }
     try {
       if (req->traced) record_npu_spans(*req->profiler, dev, fence->timing(), req->context(), req->flow_id);
     } catch (...) {
@@ -381,11 +496,124 @@ void Session::finish(Request& req, std::exception_ptr error) {
 }
 
 Session::DeviceSlot& Session::pick_device() {
-  DeviceSlot* best = devices_.front().get();
+  DeviceSlot* best = nullptr;
+  bool best_resetting = false;
   for (const auto& d : devices_) {
-    if (d->in_flight.load(std::memory_order_relaxed) < best->in_flight.load(std::memory_order_relaxed)) best = d.get();
+    if (d->lost.load()) continue;
+    bool resetting;
+    {
+      std::lock_guard lock(d->mu);
+      resetting = d->resetting;
+    }
+    if (best == nullptr || (best_resetting && !resetting) ||
+        (resetting == best_resetting &&
+         d->in_flight.load(std::memory_order_relaxed) < best->in_flight.load(std::memory_order_relaxed))) {
+      best = d.get();
+      best_resetting = resetting;
+    }
+  }
+  if (best == nullptr) {
+    throw Error(ErrorCode::DeviceNotFound,
+                fmt::format("every device of the session is lost ({}); create a new runner or queue to "
+                            "open them again",
+                            device_names()),
+                ErrorSubject::of_device(device_names()));
   }
   return *best;
+}
+
+void Session::watchdog_loop() {
+  std::unique_lock lock(watch_mu_);
+  while (!watch_stop_) {
+    watch_cv_.wait_for(lock, watch_interval_, [this] { return watch_stop_; });
+    if (watch_stop_) break;
+    lock.unlock();
+    for (auto& d : devices_) {
+      try {
+        check_device(*d);
+      } catch (const std::exception& e) {  // never let the watchdog thread die
+        spdlog::error("{}: watchdog: {}", d->health.device_file, e.what());
+      }
+    }
+    lock.lock();
+  }
+}
+
+void Session::check_device(DeviceSlot& dev) {
+  std::shared_ptr<Request> hung;
+  const std::string& file = dev.health.device_file;
+  const std::int64_t now = profiler::now_ns();
+  {
+    std::lock_guard lock(dev.mu);
+    if (dev.running.empty() || dev.resetting || now - dev.last_progress_ns < dev.timeout_ns) return;
+    // The oldest execution stays in `running` until its fence signals: only then has the device
+    // finished with the request's buffers (the reset fails a hung fence; one still computing,
+    // merely slow, finishes). Its request then completes with the timeout error.
+    hung = dev.running.front();
+    if (hung->forced_error) return;  // timed out already, waiting for its fence
+    hung->forced_error = std::make_exception_ptr(
+        Error(ErrorCode::DeviceTimeout,
+              fmt::format("{}: the execution did not finish within {} ms (watchdog); the device was reset",
+                          file, dev.timeout_ns / 1'000'000),
+              ErrorSubject::of_device(file)));
+    for (std::size_t i = 1; i < dev.running.size(); ++i) dev.running[i]->reset_victim = true;
+    dev.resetting = true;
+    ++dev.health.timeouts;
+  }
+  spdlog::warn("{}: execution hung for {} ms; resetting the device", file, dev.timeout_ns / 1'000'000);
+  profiler::Profiler* prof = hung->traced ? hung->profiler : profiler_.get();
+  record_device_event(prof, dev, "DeviceTimeout", "watchdog fired");
+  std::exception_ptr reset_error;
+  try {
+    dev.device->reset();
+  } catch (...) {
+    reset_error = std::current_exception();
+  }
+  std::deque<std::shared_ptr<Request>> stranded;
+  {
+    std::lock_guard lock(dev.mu);
+    dev.resetting = false;
+    dev.last_progress_ns = profiler::now_ns();
+    if (!reset_error) {
+      ++dev.health.resets;
+    } else {
+      // A device that cannot be reset is lost; what still runs on it fails now.
+      dev.lost.store(true);
+      stranded.swap(dev.running);
+      std::string why = "reset failed";
+      try {
+        std::rethrow_exception(reset_error);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      const auto lost = std::make_exception_ptr(
+          Error(ErrorCode::DeviceNotFound, fmt::format("{}: device lost: {}", file, why), ErrorSubject::of_device(file)));
+      for (auto& r : stranded) {
+        if (!r->forced_error) r->forced_error = lost;  // the hung one keeps its DeviceTimeout
+      }
+    }
+  }
+  dev.cv.notify_all();
+  record_device_event(prof, dev, reset_error ? "DeviceLost" : "DeviceReset", "");
+  // A device that could not be reset will not signal its fences: its requests complete now.
+  for (auto& r : stranded) boost::asio::post(*fence_waiter_, [this, r] { fence_stage(r); });
+}
+
+void Session::record_device_event(profiler::Profiler* prof, const DeviceSlot& dev, std::string name,
+                                  std::string detail) {
+  if (prof == nullptr || !prof->is_recording()) return;
+  const auto& file = dev.device->file();
+  profiler::SpanRecord r;
+  r.trace_id = prof->new_trace().trace_id;
+  r.span_id = prof->next_span_id();
+  r.name = std::move(name);
+  r.cat = profiler::Category::NPU;
+  r.start_ns = r.end_ns = profiler::now_ns();
+  r.card = file.card;
+  r.pe_index = file.first_pe;
+  r.attributes = {{"event", "instant"}, {"device", file.name()}};
+  if (!detail.empty()) r.attributes.emplace_back("detail", std::move(detail));
+  prof->record(std::move(r));
 }
 
 void Session::record_npu_spans(profiler::Profiler& prof, const DeviceSlot& dev, const device::ExecutionTiming& t,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -57,6 +58,8 @@ class Session {
   std::string device_names() const;
   /// The backend and why it was chosen ("sim (no Warboy card found by pcie)").
   const std::string& backend() const noexcept { return backend_; }
+  /// Per device, what the runtime saw and did (faults, timeouts, resets, lost). Thread-safe.
+  std::vector<DeviceHealth> device_health() const;
   /// Throws Error(InvalidInput) naming the tensor when `inputs` do not fit model().inputs.
   void validate(const std::vector<Tensor>& inputs) const;
 
@@ -84,7 +87,18 @@ class Session {
   /// release_buffers().
   std::unique_ptr<Buffers> acquire_buffers();
   void release_buffers(std::unique_ptr<Buffers> b);
+  /// The least loaded device that is not lost (one being reset only when no other is usable).
+  /// Throws Error(DeviceNotFound) when every device is lost.
   DeviceSlot& pick_device();
+  /// The watchdog thread: checks every device each poll interval until stopped.
+  void watchdog_loop();
+  /// Recovers `dev` when its oldest running execution made no progress within the limit: that
+  /// request fails with DeviceTimeout, the device is reset, the executions behind it are retried
+  /// (their fences fail with a reset abort). A device that cannot be reset is marked lost.
+  void check_device(DeviceSlot& dev);
+  /// Records a device event (zero-length NPU span on the PE's track) into `prof` when recording.
+  void record_device_event(profiler::Profiler* prof, const DeviceSlot& dev, std::string name,
+                           std::string detail);
   /// Submits NPU call `index` of `req` (Enqueue span) and arranges for fence_stage.
   void submit_npu(const std::shared_ptr<Request>& req, int index);
   /// Runs host operator `op` (step `step` of compiled_.steps) under a span named after it whose
@@ -127,6 +141,13 @@ class Session {
   /// hands to the caller. worker_num sets are made and sized at load.
   std::mutex buffers_mu_;
   std::vector<std::unique_ptr<Buffers>> free_buffers_;
+  /// The watchdog (docs/devices.md "Recovery"): one thread per session, polling every
+  /// watch_interval_ (a fraction of the smallest limit) until the destructor stops it.
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;
+  std::chrono::nanoseconds watch_interval_{0};
+  std::thread watchdog_;
 };
 
 }  // namespace furiosa::runtime::detail

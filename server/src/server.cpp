@@ -53,6 +53,7 @@ http::status status_of(ErrorCode code) {
     case ErrorCode::InvalidArgument: return http::status::bad_request;
     case ErrorCode::SessionClosed:
     case ErrorCode::SessionTerminated: return http::status::service_unavailable;
+    case ErrorCode::DeviceTimeout: return http::status::gateway_timeout;
     default: return http::status::internal_server_error;
   }
 }

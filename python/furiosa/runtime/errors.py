@@ -52,7 +52,9 @@ UnsupportedOperator = _define("UnsupportedOperator", doc="A node that neither th
 CompilationFailed = _define("CompilationFailed", doc="An internal compiler failure on a supported graph.")
 DeviceNotFound = _define("DeviceNotFound", doc="No device matches the device spec.")
 DeviceBusy = _define("DeviceBusy", doc="The device's PEs are held by another session.")
-DeviceFault = _define("DeviceFault", doc="A device-side failure (DMA error, hang, invalid program).")
+DeviceFault = _define("DeviceFault", doc="A device-side failure (DMA error, execution error, invalid program).")
+DeviceTimeout = _define("DeviceTimeout", TimeoutError,
+                        doc="An execution did not finish within the watchdog's limit; the device was reset.")
 QueueWaitTimeout = _define("QueueWaitTimeout", TimeoutError, doc="A wait on a queue ran out of time.")
 SessionClosed = _define("SessionClosed", doc="The runner or queue was closed before the request ran.")
 SessionTerminated = _define("SessionTerminated",
@@ -64,7 +66,7 @@ _classes: Dict[str, Type[FuriosaRuntimeError]] = {
     cls.code: cls
     for cls in (InvalidInput, InvalidArgument, ModelLoadFailed, IncompatibleModel,
                 UnsupportedOperator, CompilationFailed, DeviceNotFound, DeviceBusy, DeviceFault,
-                QueueWaitTimeout, SessionClosed, SessionTerminated, IoError, Internal)
+                DeviceTimeout, QueueWaitTimeout, SessionClosed, SessionTerminated, IoError, Internal)
 }
 _lock = threading.Lock()
 

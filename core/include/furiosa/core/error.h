@@ -21,7 +21,9 @@ enum class ErrorCode {
   CompilationFailed,    ///< internal compiler failure on a supported graph
   DeviceNotFound,       ///< no device matches the requested device file or spec
   DeviceBusy,           ///< the device's cores are already held by another session
-  DeviceFault,          ///< a device-side failure (DMA error, hang, invalid program)
+  DeviceFault,          ///< a device-side failure (DMA error, execution error, invalid program)
+  DeviceTimeout,        ///< an execution did not finish within the watchdog's limit (a hang);
+                        ///< the device was reset
   QueueWaitTimeout,     ///< a wait on a queue or fence ran out of time
   SessionClosed,        ///< the session was closed before the request could run
   SessionTerminated,    ///< every result of a closed submitter was received: the queue ended

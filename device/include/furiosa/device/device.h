@@ -138,6 +138,10 @@ class LoadedProgram {
   virtual ~LoadedProgram() = default;
   /// The program this was loaded from.
   virtual const isa::Program& program() const noexcept = 0;
+  /// Expected device time of one execution in ns (Load start to Store end) as the backend models
+  /// it, or 0 when the backend cannot tell. The runtime's watchdog derives its default limit
+  /// from it.
+  virtual std::int64_t modelled_ns() const noexcept { return 0; }
 };
 
 /// Counters in the spirit of the card's perf registers. Cumulative since open.
@@ -148,6 +152,7 @@ struct DeviceCounters {
   std::uint64_t macs = 0;               ///< useful multiply-accumulates executed
   std::uint64_t dma_bytes_to_device = 0;
   std::uint64_t dma_bytes_to_host = 0;
+  std::uint64_t resets = 0;             ///< successful reset() calls
   /// Backend-specific cumulative figures, named "<backend>.<figure>" (e.g. "sim.overruns").
   std::map<std::string, std::int64_t> backend_counters;
 };
@@ -195,6 +200,21 @@ class Device {
 
   /// Snapshot of the counters.
   virtual DeviceCounters counters() const = 0;
+
+  /// Recovers a device that stopped making progress (a hang): every execution submitted and not
+  /// yet finished is aborted, its fence failing with Error(DeviceFault) whose message says
+  /// "aborted by device reset"; loaded programs and DRAM allocations stay. When reset() returns
+  /// the aborted executions no longer touch their host buffers and the device accepts new work.
+  /// Thread-safe; may be called while other threads submit. Throws Error(DeviceNotFound) when
+  /// the device is lost (only closing and opening it again helps) and Error(DeviceFault) when
+  /// the backend cannot reset (the default).
+  virtual void reset();
 };
+
+/// The error a backend fails the fence of execution `execution` of `file` with when
+/// Device::reset() aborts it: Error(DeviceFault) naming the device file.
+std::exception_ptr reset_abort_error(const DeviceFile& file, std::uint64_t execution);
+/// True when `error` is one made by reset_abort_error().
+bool aborted_by_reset(const std::exception_ptr& error) noexcept;
 
 }  // namespace furiosa::device

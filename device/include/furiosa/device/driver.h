@@ -4,6 +4,7 @@
 // device/backends builds the process's registry from the configured list (builtin_registry()).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,13 @@ struct CardInfo {
   int numa_node = -1;
   int pe_count = 0;
   std::vector<bool> pe_busy;   ///< per PE: held by an open Device
+  /// Per PE: id of the process holding it, 0 when free or unknown (empty when the backend
+  /// does not know holders).
+  std::vector<long> pe_holder_pid;
+  /// Per PE: faults seen and resets done on it by its holder, as the holder published them
+  /// (empty when the backend does not publish them; 0 for a free PE).
+  std::vector<std::uint64_t> pe_faults;
+  std::vector<std::uint64_t> pe_resets;
   std::vector<DeviceFile> device_files;  ///< npuNpe0, npuNpe1, npuNpe0-1 ...
 };
 

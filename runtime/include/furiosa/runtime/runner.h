@@ -1,6 +1,7 @@
 // The public C++ API: compile a model for a device and run it synchronously.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -70,6 +71,27 @@ struct SessionOptions {
   /// A driver to open the device with instead of a built-in backend (tests, tools with their own
   /// simulator configuration). Borrowed: must outlive the Runner or queue.
   device::Driver* driver = nullptr;
+  /// Watchdog limit of one execution: an execution that has not finished this long after the
+  /// device's previous progress fails its request with Error(DeviceTimeout) and the device is
+  /// reset (docs/devices.md "Recovery"). Zero (the default) means
+  /// max(kDefaultDeviceTimeoutFloor, 1000 x the program's modelled device time).
+  std::chrono::milliseconds device_timeout{0};
+};
+
+/// Floor of the default watchdog limit: the simulator computes on a shared host, far slower
+/// than the modelled card, so the limit must not fire on a slow but healthy execution.
+inline constexpr std::chrono::milliseconds kDefaultDeviceTimeoutFloor{30'000};
+
+/// What the runtime saw and did on one device of a session, cumulative since it was opened.
+struct DeviceHealth {
+  std::string device_file;       ///< e.g. "npu0pe0"
+  std::uint64_t completed = 0;   ///< executions whose fence signalled success
+  std::uint64_t faults = 0;      ///< executions failed by the device (DeviceFault), not retried
+  std::uint64_t timeouts = 0;    ///< executions failed by the watchdog (DeviceTimeout)
+  std::uint64_t resets = 0;      ///< device resets after a timeout
+  std::uint64_t retried = 0;     ///< executions aborted by a reset and submitted again
+  bool lost = false;             ///< the device was lost: no more requests go to it
+  device::DeviceCounters counters;  ///< the backend's counters (sim: "sim.faults.<kind>")
 };
 
 /// Options of create_runner (the shared SessionOptions; nothing runner-specific yet).
@@ -98,9 +120,14 @@ class Runner {
   /// The compiled model (program, CPU ops).
   const compiler::CompiledModel& compiled() const noexcept;
 
+  /// Per device of the session, in device-list order. Thread-safe.
+  std::vector<DeviceHealth> device_health() const;
+
   /// Runs one inference. `inputs` are in model().inputs order, dense row-major. Throws
   /// Error(InvalidInput) naming the tensor, expected and actual value when the count, dtype or
-  /// shape is wrong (nothing is submitted then), Error(DeviceFault) when the device fails.
+  /// shape is wrong (nothing is submitted then), Error(DeviceFault) when the device fails,
+  /// Error(DeviceTimeout) when the execution hung (the device is reset), Error(DeviceNotFound)
+  /// when every device of the session is lost.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   /// Starts one inference and returns at once; the future holds the outputs or the error

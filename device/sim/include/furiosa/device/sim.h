@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "furiosa/device/driver.h"
 
@@ -31,6 +33,48 @@ enum class SimWarmUp : std::uint8_t {
 
 /// "functional" / "timing".
 std::string_view sim_mode_name(SimMode mode) noexcept;
+
+/// A device fault the simulator can inject (docs/devices.md "Fault injection").
+enum class SimFaultKind : std::uint8_t {
+  Error,  ///< the execution fails: its fence fails with Error(DeviceFault)
+  Hang,   ///< the execution never finishes and the device stops taking work until reset()
+  Dma,    ///< the Load DMA fails: the fence fails with Error(DeviceFault)
+  Lost,   ///< the device disappears: this and every later execution fail with DeviceNotFound
+};
+
+/// "error", "hang", "dma", "lost".
+std::string_view sim_fault_name(SimFaultKind kind) noexcept;
+
+/// When one fault kind is injected, counted per open device over its executions (1-based, in
+/// submission order). Exactly one of the triggers applies: `every` > 0: executions every, 2 x
+/// every, ...; `after` set: every execution after the first `after`; else probability `p` per
+/// execution, drawn from the device's generator (seeded, so a run repeats).
+struct SimFaultRule {
+  SimFaultKind kind = SimFaultKind::Error;
+  std::uint64_t every = 0;
+  bool has_after = false;
+  std::uint64_t after = 0;
+  double p = 0.0;
+};
+
+/// The faults a simulated device injects. Empty (the default) injects none.
+struct SimFaultPlan {
+  std::vector<SimFaultRule> rules;
+  /// Seed of the per-device generators of `p` rules (mixed with the device file's name).
+  std::uint64_t seed = 0;
+  bool empty() const noexcept { return rules.empty(); }
+};
+
+/// Parses a fault spec: comma-separated items `KIND:TRIGGER` with KIND one of error, hang, dma,
+/// lost and TRIGGER one of every=N (N >= 1), p=X (0 <= X <= 1), after=N (N >= 0), plus an
+/// optional `seed=N`; whitespace around items is ignored and an empty spec means no faults.
+/// Example: "error:every=100,hang:p=0.001,dma:every=500,lost:after=2000,seed=7".
+/// Throws Error(InvalidArgument) with one line naming the whole spec, the bad item and what is
+/// wrong with it.
+SimFaultPlan parse_sim_faults(std::string_view spec);
+
+/// The canonical spec of `plan` (parse_sim_faults(format_sim_faults(p)) equals p).
+std::string format_sim_faults(const SimFaultPlan& plan);
 
 /// Shape of the simulated machine and its timing model. Every constant is either a Warboy
 /// figure (DESIGN.md; FuriosaAI's Warboy page: 64 INT8 TOPS per chip, 2 PEs, 32 MB SRAM,
@@ -67,12 +111,26 @@ struct SimConfig {
   /// Load-time warm-up (functional mode): regions are always made at load; this says whether
   /// load() also runs the program once per compute thread (off the timeline, no counters).
   SimWarmUp warm_up = SimWarmUp::FastKernels;
+  /// Faults to inject into every device opened from this driver (docs/devices.md).
+  SimFaultPlan faults;
+  /// System-wide PE ownership: when not empty, an open also locks one file per PE in this
+  /// directory (flock; released on close and on process death), so opens in other processes
+  /// (and other drivers) see the PE as busy, naming the holder's pid. Empty (the default for
+  /// create_sim_driver) keeps ownership within this driver.
+  std::string lock_dir;
 };
 
-/// SimConfig defaults, overridden by FURIOSA_SIM_CARDS (0..256) and FURIOSA_SIM_PES_PER_CARD
-/// (1..64) when set and non-empty; this is the configuration of the built-in "sim" driver.
-/// Throws Error(InvalidArgument) naming the variable for a value that is not an integer in range.
+/// SimConfig defaults, overridden by FURIOSA_SIM_CARDS (0..256), FURIOSA_SIM_PES_PER_CARD
+/// (1..64) and FURIOSA_SIM_FAULTS (a fault spec, parse_sim_faults) when set and non-empty; this
+/// is the configuration of the built-in "sim" driver. Its lock_dir is FURIOSA_SIM_LOCK_DIR
+/// ("off" = none), else sim_default_lock_dir(): the built-in simulated cards are owned
+/// system-wide, as real cards are. Throws Error(InvalidArgument) naming the
+/// variable for a value that is not an integer in range or not a valid fault spec.
 SimConfig sim_config_from_environment();
+
+/// $XDG_RUNTIME_DIR/furiosa-sim when XDG_RUNTIME_DIR is an absolute path, else
+/// /tmp/furiosa-sim-<uid>.
+std::string sim_default_lock_dir();
 
 /// Creates a simulator driver. Each driver instance is an independent set of simulated cards.
 std::unique_ptr<Driver> create_sim_driver(const SimConfig& config = {});

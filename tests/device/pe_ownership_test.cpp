@@ -1,0 +1,101 @@
+// System-wide ownership of simulated PEs: an open in another process makes ours DeviceBusy
+// naming its pid, furiosactl-style enumeration shows the holder, and SIGKILL frees the PE.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "device_test_util.h"
+
+extern char** environ;
+
+using namespace furiosa;
+using namespace furiosa::device;
+using namespace furiosa::device::test;
+
+namespace {
+
+/// A child process running hold_pe: started, waited for until it holds the device file.
+struct Holder {
+  pid_t pid = -1;
+  int out = -1;  // read end of its stdout
+
+  Holder(const std::string& dir, const std::string& file) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    const std::string binary = FURIOSA_HOLD_PE_BINARY;
+    char* argv[] = {const_cast<char*>(binary.c_str()), const_cast<char*>(dir.c_str()),
+                    const_cast<char*>(file.c_str()), nullptr};
+    const int rc = ::posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    out = fds[0];
+    REQUIRE(rc == 0);
+    char buf[16] = {};
+    std::size_t got = 0;
+    while (got < 6) {  // "ready\n"; EOF means it failed to open
+      const ssize_t n = ::read(out, buf + got, sizeof buf - 1 - got);
+      REQUIRE(n > 0);
+      got += static_cast<std::size_t>(n);
+    }
+    REQUIRE(std::string(buf, 5) == "ready");
+  }
+  void kill() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+  }
+  ~Holder() {
+    kill();
+    if (out >= 0) ::close(out);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a PE held by another process is DeviceBusy naming its pid until that process dies",
+          "[device][sim][ownership]") {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("furiosa-ownership-test-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  SimConfig config = fast_config();
+  config.lock_dir = dir;
+  auto driver = create_sim_driver(config);
+  {
+    Holder child(dir, "npu0pe0");
+    const std::string pid = std::to_string(child.pid);
+    const std::string message = error_message([&] { driver->open(DeviceFile::parse("npu0pe0")); }, ErrorCode::DeviceBusy);
+    CHECK_THAT(message, Catch::Contains("npu0pe0") && Catch::Contains("process " + pid));
+    // The fused range overlaps it too; the other PE is free.
+    CHECK_THAT(error_message([&] { driver->open(DeviceFile::parse("npu0pe0-1")); }, ErrorCode::DeviceBusy),
+               Catch::Contains("process " + pid));
+    auto other = driver->open(DeviceFile::parse("npu0pe1"));
+    const CardInfo card = driver->enumerate().at(0);
+    REQUIRE(card.pe_holder_pid.size() == 2);
+    CHECK(card.pe_busy[0]);
+    CHECK(card.pe_holder_pid[0] == child.pid);
+    CHECK(card.pe_holder_pid[1] == ::getpid());
+    child.kill();  // SIGKILL: no cleanup code runs, the kernel drops the lock
+    CHECK(driver->enumerate().at(0).pe_holder_pid[0] == 0);
+    auto device = driver->open(DeviceFile::parse("npu0pe0"));
+    CHECK(device->file().name() == "npu0pe0");
+  }
+  // Closed: free again for another process.
+  {
+    Holder again(dir, "npu0pe0-1");
+    CHECK(driver->enumerate().at(0).pe_holder_pid[1] == again.pid);
+  }
+  std::filesystem::remove_all(dir);
+}
