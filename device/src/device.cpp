@@ -49,12 +49,12 @@ bool Fence::wait_for(std::chrono::nanoseconds timeout) const {
     return true;
   }
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] { return done_; });
+  return cv_.wait_for(lock, timeout, [this] { return callbacks_run_; });
 }
 
 void Fence::wait() const {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return done_; });
+  cv_.wait(lock, [this] { return callbacks_run_; });
 }
 
 bool Fence::signalled() const {
@@ -91,13 +91,18 @@ void Fence::complete(std::unique_lock<std::mutex>& lock) {
   std::vector<std::function<void()>> callbacks = std::move(callbacks_);
   callbacks_.clear();
   lock.unlock();
-  cv_.notify_all();
   for (auto& callback : callbacks) {
     try {
       callback();
     } catch (...) {
     }
   }
+  // Waiters wake only now, so a waiter sees the effects of the callbacks registered before the
+  // signal (the conformance suite checks it; callers rely on it to read what callbacks wrote).
+  lock.lock();
+  callbacks_run_ = true;
+  lock.unlock();
+  cv_.notify_all();
 }
 
 void Fence::signal(ExecutionTiming timing) {

@@ -99,9 +99,11 @@ struct ExecutionTiming {
 /// device error. Thread-safe: any number of threads may wait on it.
 class Fence {
  public:
-  /// Blocks until signalled or until `timeout` passes; returns whether it was signalled.
+  /// Blocks until signalled, and the callbacks registered before the signal have run, or until
+  /// `timeout` passes; returns whether that happened. (So a callback must not wait on its own
+  /// fence.)
   bool wait_for(std::chrono::nanoseconds timeout) const;
-  /// Blocks until signalled.
+  /// Blocks until signalled and the callbacks registered before the signal have run.
   void wait() const;
   /// True once signalled.
   bool signalled() const;
@@ -123,7 +125,8 @@ class Fence {
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  bool done_ = false;
+  bool done_ = false;            ///< signalled: later on_signal() calls run their callback at once
+  bool callbacks_run_ = false;   ///< the callbacks registered before the signal have run; waiters wake
   std::exception_ptr error_;
   ExecutionTiming timing_;
   std::vector<std::function<void()>> callbacks_;
