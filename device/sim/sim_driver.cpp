@@ -407,7 +407,10 @@ class SimLoadedProgram final : public LoadedProgram,
   /// A private region: the constants at the start, the rest zero (every page written).
   std::unique_ptr<std::byte[]> copy_region() const {
     auto copy = std::make_unique<std::byte[]>(static_cast<std::size_t>(size_));
-    std::memcpy(copy.get(), program_->constants.data(), program_->constants.size());
+    // (A program without constants has a null data(): memcpy's source must not be null.)
+    if (!program_->constants.empty()) {
+      std::memcpy(copy.get(), program_->constants.data(), program_->constants.size());
+    }
     return copy;
   }
 
