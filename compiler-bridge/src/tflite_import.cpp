@@ -174,7 +174,8 @@ std::string read_file(const std::filesystem::path& path) {
 
 class Importer {
  public:
-  Importer(const fb::Model& model, std::string source) : m_(model), source_(std::move(source)) {}
+  Importer(const fb::Model& model, std::string source, const LoadLimits& limits)
+      : m_(model), source_(std::move(source)), limits_(limits) {}
 
   Graph run() {
     if (m_.version() != 3) {
@@ -262,6 +263,30 @@ class Importer {
       for (auto d : info.shape) {
         if (d < 0) bad(fmt::format("tensor '{}' has a negative dim in {}", info.name, shape_to_string(info.shape)));
       }
+      // Declared sizes checked before anything is allocated: rank, elements and bytes within the
+      // limits, and a buffer holding exactly the bytes the shape needs.
+      if (info.dtype) {
+        std::uint64_t bytes = 0;
+        try {
+          bytes = checked_tensor_bytes(*info.dtype, info.shape, limits_, info.name, ErrorCode::IncompatibleModel);
+        } catch (const Error& e) {
+          bad(e.message());
+        }
+        if (info.data && info.data->size() != bytes) {
+          bad(fmt::format("tensor '{}' {} {} has a buffer of {} bytes, its shape needs {}", info.name,
+                          dtype_name(*info.dtype), shape_to_string(info.shape), info.data->size(), bytes));
+        }
+      } else if (info.shape.size() > limits_.max_rank) {
+        bad(fmt::format("tensor '{}' has rank {}, more than the limit of {}", info.name, info.shape.size(),
+                        limits_.max_rank));
+      }
+      if (info.data) {
+        constant_bytes_ += info.data->size();
+        if (constant_bytes_ > limits_.max_total_bytes) {
+          bad(fmt::format("constant data passes the limit of {} bytes at tensor '{}'", limits_.max_total_bytes,
+                          info.name));
+        }
+      }
       t_.push_back(std::move(info));
     }
   }
@@ -316,11 +341,12 @@ class Importer {
   Tensor constant_tensor(int t) const {
     const TInfo& ti = info(t);
     const DType d = dtype(t);
-    Tensor out(d, ti.shape);
-    if (!ti.data || ti.data->size() != out.size_bytes()) {
+    const auto need = static_cast<std::size_t>(element_count(ti.shape)) * dtype_size(d);  // checked in read_tensors
+    if (!ti.data || ti.data->size() != need) {
       bad(fmt::format("constant tensor '{}' {} {} holds {} bytes, expected {}", ti.name, dtype_name(d),
-                      shape_to_string(ti.shape), ti.data ? ti.data->size() : 0, out.size_bytes()));
+                      shape_to_string(ti.shape), ti.data ? ti.data->size() : 0, need));
     }
+    Tensor out(d, ti.shape);
     if (out.size_bytes() > 0) std::memcpy(out.bytes().data(), ti.data->data(), out.size_bytes());
     return out;
   }
@@ -1283,6 +1309,8 @@ class Importer {
 
   const fb::Model& m_;
   std::string source_;
+  LoadLimits limits_;
+  std::uint64_t constant_bytes_ = 0;  // all tensors' buffer bytes so far (limits_.max_total_bytes)
   const fb::SubGraph* sg_ = nullptr;
   Graph g_;
   std::vector<TInfo> t_;
@@ -1309,7 +1337,7 @@ bool is_tflite_bytes(const std::string& bytes) noexcept {
   return bytes.size() >= 8 && std::memcmp(bytes.data() + 4, fb::ModelIdentifier(), 4) == 0;
 }
 
-Graph import_tflite_bytes(const std::string& bytes, const std::string& source) {
+Graph import_tflite_bytes(const std::string& bytes, const std::string& source, const LoadLimits& limits) {
   if (!is_tflite_bytes(bytes)) {
     throw Error(ErrorCode::ModelLoadFailed,
                 fmt::format("'{}' is not a TFLite model (no \"TFL3\" identifier at byte 4)", source),
@@ -1322,11 +1350,11 @@ Graph import_tflite_bytes(const std::string& bytes, const std::string& source) {
                             "corrupt)", source),
                 ErrorSubject::of_file(source));
   }
-  return Importer(*fb::GetModel(bytes.data()), source).run();
+  return Importer(*fb::GetModel(bytes.data()), source, limits).run();
 }
 
-Graph import_tflite(const std::filesystem::path& path) {
-  return import_tflite_bytes(read_file(path), path.string());
+Graph import_tflite(const std::filesystem::path& path, const LoadLimits& limits) {
+  return import_tflite_bytes(read_file(path), path.string(), limits);
 }
 
 namespace {
@@ -1339,21 +1367,21 @@ bool has_tflite_extension(const std::filesystem::path& path) {
 
 }  // namespace
 
-Graph import_model_bytes(const std::string& bytes, const std::filesystem::path& path) {
-  if (has_tflite_extension(path) || is_tflite_bytes(bytes)) return import_tflite_bytes(bytes, path.string());
-  return import_onnx_bytes(bytes, path.string());
+Graph import_model_bytes(const std::string& bytes, const std::filesystem::path& path, const LoadLimits& limits) {
+  if (has_tflite_extension(path) || is_tflite_bytes(bytes)) return import_tflite_bytes(bytes, path.string(), limits);
+  return import_onnx_bytes(bytes, path.string(), limits);
 }
 
-Graph import_model(const std::filesystem::path& path) {
-  if (has_tflite_extension(path)) return import_tflite(path);
+Graph import_model(const std::filesystem::path& path, const LoadLimits& limits) {
+  if (has_tflite_extension(path)) return import_tflite(path, limits);
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
     std::ifstream f(path, std::ios::binary);
     std::string head(8, '\0');
     f.read(head.data(), 8);
-    if (f.gcount() == 8 && is_tflite_bytes(head)) return import_tflite(path);
+    if (f.gcount() == 8 && is_tflite_bytes(head)) return import_tflite(path, limits);
   }
-  return import_onnx(path);
+  return import_onnx(path, limits);
 }
 
 }  // namespace furiosa::compiler

@@ -54,7 +54,8 @@ std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
 
 namespace {
 
-// Byte size of a dense tensor; throws Error(InvalidInput) on a negative dimension.
+// Byte size of a dense tensor; throws Error(InvalidInput) on a negative dimension or a size that
+// overflows.
 std::size_t checked_byte_size(DType dtype, const Shape& shape) {
   for (std::int64_t d : shape) {
     if (d < 0) {
@@ -62,7 +63,17 @@ std::size_t checked_byte_size(DType dtype, const Shape& shape) {
                   fmt::format("tensor shape {} has a negative dimension", shape_to_string(shape)));
     }
   }
-  return static_cast<std::size_t>(element_count(shape)) * dtype_size(dtype);
+  std::int64_t n = 1;
+  std::size_t bytes = 0;
+  for (std::int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) n = -1;
+    if (n < 0) break;
+  }
+  if (n < 0 || __builtin_mul_overflow(static_cast<std::size_t>(n), dtype_size(dtype), &bytes)) {
+    throw Error(ErrorCode::InvalidInput,
+                fmt::format("tensor shape {} has more elements than memory can address", shape_to_string(shape)));
+  }
+  return bytes;
 }
 
 }  // namespace

@@ -5,8 +5,7 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
-#include <sstream>
+#include <charconv>
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/core/error.h"
@@ -27,63 +26,110 @@ std::string npy_descr(DType d) {
   return "?";
 }
 
-[[noreturn]] void bad(const std::filesystem::path& p, const std::string& why) {
-  throw Error(ErrorCode::InvalidInput, fmt::format("'{}' is not a usable .npy file: {}", p.string(), why));
+[[noreturn]] void bad(const std::string& source, const std::string& why) {
+  throw Error(ErrorCode::InvalidInput, fmt::format("'{}' is not a usable .npy file: {}", source, why),
+              ErrorSubject::of_file(source));
+}
+
+/// Largest header accepted (numpy writes a few hundred bytes; numpy >= 1.24 refuses more than
+/// 10000 unless told otherwise).
+constexpr std::size_t kMaxHeaderBytes = std::size_t{1} << 20;
+
+/// The header's value of key `key` ('descr', 'fortran_order', 'shape'): the text after the key's
+/// colon, or empty when the key is absent. The header is a Python dict literal written by numpy
+/// (numpy.lib.format), e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }.
+std::string_view header_value(std::string_view header, std::string_view key) {
+  std::size_t at = header.find(key);
+  if (at == std::string_view::npos) return {};
+  at = header.find_first_not_of(" \t", at + key.size());
+  if (at == std::string_view::npos || header[at] != ':') return {};
+  at = header.find_first_not_of(" \t", at + 1);
+  return at == std::string_view::npos ? std::string_view{} : header.substr(at);
 }
 
 }  // namespace
 
-Tensor read_npy(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorCode::InvalidInput, fmt::format("input file '{}' does not exist", path.string()));
-  }
-  std::ifstream f(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (data.size() < 10 || data.compare(0, 6, kMagic, 6) != 0) bad(path, "missing \\x93NUMPY magic");
+Tensor read_npy_bytes(std::string_view data, const std::string& source, const LoadLimits& limits) {
+  if (data.size() < 10 || data.compare(0, 6, std::string_view(kMagic, 6)) != 0) bad(source, "missing \\x93NUMPY magic");
   const int major = static_cast<unsigned char>(data[6]);
   std::size_t header_len = 0, offset = 0;
   if (major == 1) {
     header_len = static_cast<unsigned char>(data[8]) | (static_cast<unsigned char>(data[9]) << 8);
     offset = 10;
   } else if (major == 2 || major == 3) {
-    if (data.size() < 12) bad(path, "truncated header");
+    if (data.size() < 12) bad(source, "truncated header");
     for (int i = 0; i < 4; ++i) header_len |= static_cast<std::size_t>(static_cast<unsigned char>(data[8 + i])) << (8 * i);
     offset = 12;
   } else {
-    bad(path, fmt::format("unknown format version {}", major));
+    bad(source, fmt::format("unknown format version {}", major));
   }
-  if (offset + header_len > data.size()) bad(path, "truncated header");
-  const std::string header = data.substr(offset, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')"))) bad(path, "no descr");
-  const std::string descr = m[1];
-  if (!std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))"))) bad(path, "no fortran_order");
-  if (m[1] == "True") bad(path, "Fortran order is not supported");
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) bad(path, "no shape");
+  if (header_len > kMaxHeaderBytes) bad(source, fmt::format("header of {} bytes (at most {})", header_len, kMaxHeaderBytes));
+  if (offset + header_len > data.size()) bad(source, "truncated header");
+  const std::string_view header = data.substr(offset, header_len);
+
+  std::string_view v = header_value(header, "'descr'");
+  if (v.empty() || v[0] != '\'') bad(source, "no 'descr' string in the header");
+  const std::size_t descr_end = v.find('\'', 1);
+  if (descr_end == std::string_view::npos) bad(source, "unterminated 'descr' string");
+  const std::string_view descr = v.substr(1, descr_end - 1);
+
+  v = header_value(header, "'fortran_order'");
+  if (v.starts_with("True")) bad(source, "Fortran order is not supported");
+  if (!v.starts_with("False")) bad(source, "no 'fortran_order' True/False in the header");
+
+  v = header_value(header, "'shape'");
+  if (v.empty() || v[0] != '(') bad(source, "no 'shape' tuple in the header");
+  const std::size_t shape_end = v.find(')');
+  if (shape_end == std::string_view::npos) bad(source, "unterminated 'shape' tuple");
   Shape shape;
-  std::stringstream ss(m[1].str());
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.find_first_not_of(" \t") == std::string::npos) continue;
-    shape.push_back(std::stoll(item));
+  for (std::string_view rest = v.substr(1, shape_end - 1); !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::size_t first = item.find_first_not_of(" \t");
+    if (first == std::string_view::npos) continue;  // "(3,)" and trailing commas
+    item = item.substr(first, item.find_last_not_of(" \tL") + 1 - first);
+    std::int64_t d = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (ec != std::errc{} || end != item.data() + item.size() || d < 0) {
+      bad(source, fmt::format("shape entry '{}' is not a non-negative integer", item));
+    }
+    if (shape.size() == limits.max_rank) bad(source, fmt::format("shape has more than {} dims", limits.max_rank));
+    shape.push_back(d);
   }
+
   DType dtype;
   if (descr == "<f4") dtype = DType::Float32;
   else if (descr == "|u1" || descr == "<u1") dtype = DType::UInt8;
   else if (descr == "|i1" || descr == "<i1") dtype = DType::Int8;
   else if (descr == "<i4") dtype = DType::Int32;
   else if (descr == "<i8") dtype = DType::Int64;
-  else bad(path, fmt::format("dtype '{}' is not supported (float32, uint8, int8, int32, int64)", descr));
+  else bad(source, fmt::format("dtype '{}' is not supported (float32, uint8, int8, int32, int64)", descr));
+  std::uint64_t need = 0;
+  try {
+    need = checked_tensor_bytes(dtype, shape, limits, source, ErrorCode::InvalidInput);
+  } catch (const Error& e) {
+    bad(source, e.message());
+  }
   const std::size_t body = offset + header_len;
-  const std::size_t need = static_cast<std::size_t>(element_count(shape)) * dtype_size(dtype);
   if (data.size() - body != need) {
-    bad(path, fmt::format("data is {} bytes, shape {} {} needs {}", data.size() - body,
-                          dtype_name(dtype), shape_to_string(shape), need));
+    bad(source, fmt::format("data is {} bytes, shape {} {} needs {}", data.size() - body, dtype_name(dtype),
+                            shape_to_string(shape), need));
   }
   std::vector<std::byte> bytes(need);
-  std::memcpy(bytes.data(), data.data() + body, need);
+  if (need > 0) std::memcpy(bytes.data(), data.data() + body, need);
   return Tensor(dtype, shape, std::move(bytes));
+}
+
+Tensor read_npy(const std::filesystem::path& path, const LoadLimits& limits) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(ErrorCode::InvalidInput, fmt::format("input file '{}' does not exist", path.string()),
+                ErrorSubject::of_file(path.string()));
+  }
+  std::ifstream f(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return read_npy_bytes(data, path.string(), limits);
 }
 
 void write_npy(const std::filesystem::path& path, const Tensor& tensor) {
@@ -110,9 +156,9 @@ void write_npy(const std::filesystem::path& path, const Tensor& tensor) {
   if (!f) throw Error(ErrorCode::IoError, fmt::format("cannot write '{}'", path.string()));
 }
 
-Tensor load_tensor_file(const std::filesystem::path& path) {
-  if (path.extension() == ".npy") return read_npy(path);
-  if (path.extension() == ".pb") return compiler::load_tensor_pb(path);
+Tensor load_tensor_file(const std::filesystem::path& path, const LoadLimits& limits) {
+  if (path.extension() == ".npy") return read_npy(path, limits);
+  if (path.extension() == ".pb") return compiler::load_tensor_pb(path, nullptr, limits);
   throw Error(ErrorCode::InvalidInput,
               fmt::format("input file '{}': unknown extension (expected .npy or .pb)", path.string()));
 }

@@ -760,3 +760,40 @@ TEST_CASE("TFLite: float compute operators and broken files are refused clearly"
     CHECK_THAT(err.message(), Catch::Contains("truncated.tflite"));
   }
 }
+
+TEST_CASE("TFLite: declared sizes are checked against the limits and the buffers before allocating",
+          "[tflite][errors][validation]") {
+  // A RESHAPE of a constant: the constant's shape and buffer are the culprits below.
+  auto model = [](std::vector<std::int32_t> const_shape, std::size_t const_bytes, std::vector<std::int32_t> out_shape) {
+    TfliteWriter w;
+    const std::vector<std::uint8_t> data(const_bytes, 1);
+    const QSpec q{{0.5f}, {0}, 0};
+    const int c = w.tensor("weights", fb::TensorType::UINT8, std::move(const_shape), &q, &data);
+    const int x = w.tensor("x", fb::TensorType::UINT8, {1, 4}, &q);
+    const int y = w.tensor("y", fb::TensorType::UINT8, std::move(out_shape), &q);
+    w.op(22, {c}, {y});  // RESHAPE
+    return w.finish({x}, {y});
+  };
+  auto refusal = [](const std::string& bytes, const LoadLimits& limits = {}) {
+    try {
+      (void)compiler::import_tflite_bytes(bytes, "bad.tflite", limits);
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::IncompatibleModel);
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+      CHECK_THAT(e.message(), Catch::Contains("bad.tflite") && Catch::Contains("'"));
+      return e.message();
+    }
+    FAIL("the model was accepted");
+    return std::string();
+  };
+  // 65536 x 65536 x 5 uint8 = 20 GiB claimed by a 200-byte buffer.
+  CHECK_THAT(refusal(model({65536, 65536, 5}, 200, {1, 4})),
+             Catch::Contains("tensor 'weights'") && Catch::Contains("its dims claim more than"));
+  CHECK_THAT(refusal(model({10, 20}, 199, {1, 4})),
+             Catch::Contains("tensor 'weights' uint8 [10, 20] has a buffer of 199 bytes, its shape needs 200"));
+  CHECK_THAT(refusal(model({1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, {1, 4})), Catch::Contains("rank 9, more than the limit of 8"));
+  CHECK_THAT(refusal(model({2, 2}, 4, {1, 4, 1, 1, 1, 1, 1, 1, 1, 1})), Catch::Contains("tensor 'y' has rank 10"));
+  LoadLimits tight;
+  tight.max_total_bytes = 100;
+  CHECK_THAT(refusal(model({10, 20}, 200, {1, 4}), tight), Catch::Contains("constant data passes the limit of 100"));
+}

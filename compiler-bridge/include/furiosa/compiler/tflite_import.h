@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "furiosa/compiler/graph.h"
+#include "furiosa/core/limits.h"
 
 namespace furiosa::compiler {
 
@@ -38,13 +39,16 @@ namespace furiosa::compiler {
 ///    listed in one error, each as "operator <index>: <NAME> (builtin code <code>)"), custom
 ///    operators, float variants of the quantized compute operators, unsupported fused
 ///    activations (TANH, SIGN_BIT);
-///  - IncompatibleModel: supported operators used in ways the mapping does not handle (tensor
+///  - IncompatibleModel: a tensor whose dims exceed `limits` (rank, elements, bytes; checked before
+///    anything is allocated) or whose buffer does not hold exactly the bytes its shape needs,
+///    constant data over limits.max_total_bytes, and supported operators used in ways the
+///    mapping does not handle (tensor
 ///    types other than float32/uint8/int8/int32/int64, per-channel activations, sparse or external
 ///    buffers, shapes that do not fit, ...).
-Graph import_tflite(const std::filesystem::path& path);
+Graph import_tflite(const std::filesystem::path& path, const LoadLimits& limits = {});
 
 /// Same for a model held in memory; `source` names it in error messages.
-Graph import_tflite_bytes(const std::string& bytes, const std::string& source);
+Graph import_tflite_bytes(const std::string& bytes, const std::string& source, const LoadLimits& limits = {});
 
 /// True when `bytes` start like a TFLite FlatBuffer: at least 8 bytes with the file identifier
 /// "TFL3" at offset 4.
@@ -60,10 +64,11 @@ std::vector<std::string> tflite_supported_operators();
 /// Reads a model file of either format: TFLite when the file name ends in ".tflite" (any case) or
 /// its bytes carry the "TFL3" identifier, ONNX otherwise (compiler/onnx_import.h). Throws like
 /// import_tflite / import_onnx.
-Graph import_model(const std::filesystem::path& path);
+Graph import_model(const std::filesystem::path& path, const LoadLimits& limits = {});
 
 /// Same for a model file already read into memory (`bytes`); `path` gives the extension rule and
 /// names the model in error messages. Throws like import_tflite_bytes / import_onnx_bytes.
-Graph import_model_bytes(const std::string& bytes, const std::filesystem::path& path);
+Graph import_model_bytes(const std::string& bytes, const std::filesystem::path& path,
+                         const LoadLimits& limits = {});
 
 }  // namespace furiosa::compiler
