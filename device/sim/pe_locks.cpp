@@ -59,6 +59,8 @@ PeHolder read_line(const std::string& path) {
     else if (key == "device") h.device_file = value;
     else if (key == "faults") h.faults = std::strtoull(value.c_str(), &end, 10);
     else if (key == "resets") h.resets = std::strtoull(value.c_str(), &end, 10);
+    else if (key == "executions") h.executions = std::strtoull(value.c_str(), &end, 10);
+    else if (key == "busy_ns") h.busy_ns = std::strtoull(value.c_str(), &end, 10);
   }
   return h;
 }
@@ -107,7 +109,7 @@ PeLocks::PeLocks(const std::string& dir, const DeviceFile& file) : device_file_(
     }
     fds_.push_back(fd);
   }
-  publish(0, 0);
+  publish(PeHolder{});
 }
 
 PeLocks::~PeLocks() {
@@ -132,12 +134,13 @@ PeLocks& PeLocks::operator=(PeLocks&& other) noexcept {
   return *this;
 }
 
-void PeLocks::publish(std::uint64_t faults, std::uint64_t resets) const noexcept {
+void PeLocks::publish(const PeHolder& c) const noexcept {
   try {
-    const std::string line =
-        fmt::format("pid={} device={} faults={} resets={}\n", ::getpid(), device_file_, faults, resets);
+    // Padded to a fixed width so that each rewrite covers the previous line entirely.
+    const std::string line = fmt::format("{:<255}\n", fmt::format("pid={} device={} faults={} resets={} executions={} busy_ns={}",
+                                                              ::getpid(), device_file_, c.faults, c.resets,
+                                                              c.executions, c.busy_ns));
     for (int fd : fds_) {
-      if (::ftruncate(fd, 0) != 0) continue;
       if (::pwrite(fd, line.data(), line.size(), 0) < 0) continue;
     }
   } catch (...) {  // formatting failed (out of memory): the line is informational only

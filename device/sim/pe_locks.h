@@ -2,8 +2,8 @@
 // driver gives it for real cards. One lock file per PE, `<dir>/npu<card>pe<pe>.lock`, held with
 // flock(LOCK_EX) while a device file covering the PE is open; the kernel releases it when the
 // descriptor closes or the process dies (SIGKILL included). The holder writes one line into it,
-// `pid=<pid> device=<file> faults=<n> resets=<n>`, so other processes (furiosactl) can show who
-// holds a PE and its fault counters.
+// `pid=<pid> device=<file> faults=<n> resets=<n> executions=<n> busy_ns=<n>`, so other processes
+// (furiosactl list, top) can show who holds a PE, its fault counters and its utilisation.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,8 @@ struct PeHolder {
   std::string device_file;    ///< the holder's device file, e.g. "npu0pe0-1"
   std::uint64_t faults = 0;
   std::uint64_t resets = 0;
+  std::uint64_t executions = 0;  ///< executions completed since the open
+  std::uint64_t busy_ns = 0;     ///< sum of their NPU Total (Load start to Store end), ns
 };
 
 /// The locks of one open device file (its PEs). Movable, not copyable; unlocks on destruction.
@@ -42,8 +44,10 @@ class PeLocks {
   PeLocks(const PeLocks&) = delete;
   PeLocks& operator=(const PeLocks&) = delete;
 
-  /// Rewrites the holder line of every PE with these counters (errors are ignored).
-  void publish(std::uint64_t faults, std::uint64_t resets) const noexcept;
+  /// Rewrites the holder line of every PE with these counters (errors are ignored). The line is
+  /// written in place at a fixed width, never truncated first, so a concurrent reader sees the
+  /// previous line or this one rather than an empty file.
+  void publish(const PeHolder& counters) const noexcept;
 
  private:
   std::vector<int> fds_;

@@ -215,12 +215,16 @@ class SimState {
         info.pe_holder_pid.assign(n, 0);
         info.pe_faults.assign(n, 0);
         info.pe_resets.assign(n, 0);
+        info.pe_executions.assign(n, 0);
+        info.pe_busy_ns.assign(n, 0);
         for (int pe = 0; pe < config.pes_per_card; ++pe) {
           const sim::PeHolder h = sim::probe_pe(config.lock_dir, c, pe);
           const auto i = static_cast<std::size_t>(pe);
           info.pe_holder_pid[i] = h.pid;
           info.pe_faults[i] = h.faults;
           info.pe_resets[i] = h.resets;
+          info.pe_executions[i] = h.executions;
+          info.pe_busy_ns[i] = h.busy_ns;
           if (h.pid != 0) info.pe_busy[i] = true;
         }
       }
@@ -564,7 +568,7 @@ class SimDevice final : public Device {
     {
       std::lock_guard lock(counters_mu_);
       ++counters_.resets;
-      locks_.publish(faults_, counters_.resets);
+      publish_locked();
     }
     hang_cv_.notify_all();
     queue_not_full_.notify_all();
@@ -627,7 +631,8 @@ class SimDevice final : public Device {
       if (*chosen == SimFaultKind::Lost) lost_ = true;
       std::lock_guard lock(counters_mu_);
       counters_.backend_counters[fmt::format("sim.faults.{}", sim_fault_name(*chosen))] += 1;
-      locks_.publish(++faults_, counters_.resets);
+      ++faults_;
+      publish_locked();
     }
     return chosen;
   }
@@ -884,6 +889,11 @@ class SimDevice final : public Device {
     {
       std::lock_guard lock(counters_mu_);
       if (!error) ++counters_.executions;
+      busy_ns_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, timing.store_end_ns - timing.load_start_ns));
+      if (const std::int64_t now = steady_now_ns(); now - last_publish_ns_ >= kPublishPeriodNs) {
+        last_publish_ns_ = now;
+        publish_locked();
+      }
       counters_.cycles += timing.kernel_cycles;
       counters_.task_cycles += timing.task_cycles;
       counters_.macs += timing.macs;
@@ -962,6 +972,15 @@ class SimDevice final : public Device {
   mutable std::mutex counters_mu_;
   DeviceCounters counters_;
   std::uint64_t faults_ = 0;  ///< injected faults (counters_mu_), published in the lock files
+  std::uint64_t busy_ns_ = 0;  ///< sum of executions' NPU Total (counters_mu_), published too
+  std::int64_t last_publish_ns_ = 0;  ///< steady clock of the last periodic publish (counters_mu_)
+  /// Executions republish the counters at most this often (furiosactl top reads them).
+  static constexpr std::int64_t kPublishPeriodNs = 100'000'000;
+
+  /// Writes the counters into the PEs' lock files (counters_mu_ held).
+  void publish_locked() const noexcept {
+    locks_.publish({0, {}, faults_, counters_.resets, counters_.executions, busy_ns_});
+  }
   sim::PeLocks locks_;        ///< system-wide ownership of the PEs (none without a lock_dir)
 
   std::vector<std::thread> workers_;  ///< started last, in the constructor body

@@ -1,5 +1,6 @@
 // System-wide ownership of simulated PEs: an open in another process makes ours DeviceBusy
-// naming its pid, furiosactl-style enumeration shows the holder, and SIGKILL frees the PE.
+// naming its pid, furiosactl-style enumeration shows the holder, and SIGKILL frees the PE; the
+// holder's published executions and busy time reach furiosactl top.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
@@ -7,11 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "device_test_util.h"
+#include "test_support.h"
 
 extern char** environ;
 
@@ -97,5 +103,68 @@ TEST_CASE("a PE held by another process is DeviceBusy naming its pid until that 
     Holder again(dir, "npu0pe0-1");
     CHECK(driver->enumerate().at(0).pe_holder_pid[1] == again.pid);
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("holders publish executions and busy time; furiosactl top and info show them from another process",
+          "[device][sim][ownership][top]") {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("furiosa-top-test-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  SimConfig config = fast_config();
+  config.lock_dir = dir;
+  auto driver = create_sim_driver(config);
+  auto device = driver->open(DeviceFile::parse("npu0pe1"));
+  const AddProgram p = add_program();
+  const std::vector<std::vector<std::byte>> inputs{lower(random_values(240, 0, 100, 3), p.shape, DType::UInt8)};
+  std::int64_t busy = 0;
+  for (int i = 0; i < 20; ++i) {
+    ExecutionTiming t;
+    run_program(*device, p.program, inputs, &t);
+    busy += t.total_ns();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past the 100 ms publish period
+  ExecutionTiming t;
+  run_program(*device, p.program, inputs, &t);
+  busy += t.total_ns();
+  // Another driver reads only the lock files, as another process would.
+  const CardInfo card = create_sim_driver(config)->enumerate().at(0);
+  REQUIRE(card.pe_executions.size() == 2);
+  CHECK(card.pe_holder_pid[1] == ::getpid());
+  CHECK(card.pe_executions[1] == 21);
+  CHECK(card.pe_busy_ns[1] == static_cast<std::uint64_t>(busy));
+  CHECK(card.pe_executions[0] == 0);
+
+  // furiosactl in a child process while executions keep running here.
+  // (No Catch2 assertion on this thread: Catch2's are not thread-safe.)
+  std::atomic<bool> stop{false};
+  auto loaded = device->load(p.program);
+  std::vector<std::byte> output(p.program->outputs.at(0).size_bytes());
+  std::thread load([&] {
+    const std::vector<std::span<const std::byte>> in{inputs[0]};
+    const std::vector<std::span<std::byte>> out{output};
+    while (!stop) device->submit(*loaded, in, out)->wait_for(std::chrono::seconds(30));
+  });
+  const std::string env = "FURIOSA_SIM_LOCK_DIR='" + dir + "' ";
+  const auto top = furiosa::test::run_command(env + FURIOSACTL_BINARY + " --backend sim top --interval 0.5 --format json");
+  const auto info = furiosa::test::run_command(env + FURIOSACTL_BINARY + " --backend sim info");
+  stop = true;
+  load.join();
+  REQUIRE(top.exit_code == 0);
+  const auto j = nlohmann::json::parse(top.out);
+  REQUIRE(j["pes"].size() == 2);
+  CHECK(j["pes"][0]["holder_pid"].is_null());
+  CHECK_FALSE(j["pes"][0].contains("utilisation"));
+  const auto& pe1 = j["pes"][1];
+  CHECK(pe1["name"] == "npu0pe1");
+  CHECK(pe1["holder_pid"] == ::getpid());
+  CHECK(pe1["utilisation"].template get<double>() > 0);
+  CHECK(pe1["utilisation"].template get<double>() <= 1);
+  CHECK(pe1["executions_per_s"].template get<double>() > 0);
+  CHECK(pe1["executions"].template get<std::uint64_t>() > 21);
+  REQUIRE(info.exit_code == 0);
+  CHECK_THAT(info.out, Catch::Contains("pe0: -, pe1: pid " + std::to_string(::getpid())));
+  loaded.reset();
+  device.reset();
   std::filesystem::remove_all(dir);
 }

@@ -34,6 +34,12 @@ struct CardInfo {
   /// (empty when the backend does not publish them; 0 for a free PE).
   std::vector<std::uint64_t> pe_faults;
   std::vector<std::uint64_t> pe_resets;
+  /// Per PE: executions completed and device-busy time in ns (the sum of each execution's NPU
+  /// Total, Load start to Store end) since its holder opened it, as the holder last published
+  /// them (at most 100 ms old; empty when the backend does not publish them). Two samples give
+  /// utilisation = delta busy_ns / delta wall time (`furiosactl top`).
+  std::vector<std::uint64_t> pe_executions;
+  std::vector<std::uint64_t> pe_busy_ns;
   std::vector<DeviceFile> device_files;  ///< npuNpe0, npuNpe1, npuNpe0-1 ...
 };
 
