@@ -223,7 +223,10 @@ class Passes {
   // QuantizeLinear nodes the transpose moves after them (quantization is element-wise, so the
   // two commute exactly): with perm {0, 3, 1, 2} it then becomes part of the host Lower step.
   void apply_permute_input() {
-    for (const auto& [name, perm] : opt_.permute_input) {
+    for (const auto& entry : opt_.permute_input) {
+      // Plain references, not a structured binding: clang 14 cannot capture those in a lambda.
+      const std::string& name = entry.first;
+      const std::vector<std::int64_t>& perm = entry.second;
       const int x = graph_input(name, "permute_input");
       const Shape xs = value(x).shape;
       std::vector<bool> seen(xs.size(), false);

@@ -754,6 +754,54 @@ std::string serialize_program(const CompiledModel& model, const CompilerOptions&
   return out;
 }
 
+namespace {
+
+/// nlohmann's CBOR reader recurses once per nested array or map, so a hostile body of a few
+/// hundred thousand nested arrays would overflow the stack (found by fuzz_program_file). This
+/// SAX handler builds the same DOM and stops the parse at kMaxDepth levels; the encoding this
+/// build writes nests fewer than 12.
+class DepthLimitedCbor {
+ public:
+  static constexpr std::size_t kMaxDepth = 64;
+  explicit DepthLimitedCbor(json& out) : dom_(out, /*allow_exceptions=*/false) {}
+  bool too_deep() const noexcept { return too_deep_; }
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool key(json::string_t& v) { return dom_.key(v); }
+  bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
+  bool end_object() {
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) { return enter() && dom_.start_array(n); }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+    return dom_.parse_error(position, token, e);
+  }
+
+ private:
+  bool enter() {
+    if (++depth_ <= kMaxDepth) return true;
+    too_deep_ = true;
+    return false;
+  }
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::size_t depth_ = 0;
+  bool too_deep_ = false;
+};
+
+}  // namespace
+
 ProgramFile deserialize_program(std::string_view bytes, const std::string& source) {
   const auto refuse = [&](const std::string& problem) {
     return Error(ErrorCode::ModelLoadFailed, fmt::format("{}: {}", source, problem), ErrorSubject::of_file(source));
@@ -790,8 +838,18 @@ ProgramFile deserialize_program(std::string_view bytes, const std::string& sourc
     throw refuse("corrupted: the checksum of the body does not match");
   }
   const auto parse = [&](std::string_view part, const char* what) {
-    json j = json::from_cbor(part.begin(), part.end(), /*strict=*/true, /*allow_exceptions=*/false);
-    if (j.is_discarded()) throw refuse(fmt::format("the {} is not valid CBOR", what));
+    json j;
+    DepthLimitedCbor sax(j);
+    bool ok = false;
+    try {
+      ok = json::sax_parse(part.begin(), part.end(), &sax, nlohmann::detail::input_format_t::cbor, /*strict=*/true);
+    } catch (const json::exception& e) {  // e.g. an array header announcing 2^62 elements (408)
+      throw refuse(fmt::format("the {} is not valid CBOR ({})", what, e.what()));
+    }
+    if (sax.too_deep()) {
+      throw refuse(fmt::format("the {} nests deeper than {} levels", what, DepthLimitedCbor::kMaxDepth));
+    }
+    if (!ok || j.is_discarded()) throw refuse(fmt::format("the {} is not valid CBOR", what));
     return j;
   };
   const json meta_json = parse(meta, "meta block");

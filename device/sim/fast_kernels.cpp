@@ -24,8 +24,12 @@
 // GCC 12's AVX-512 headers build masked-off operands with _mm512_undefined_*(), a
 // self-initialised variable that -Wmaybe-uninitialized reports wherever such an intrinsic is
 // inlined (GCC bug 105593); the values are never used.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wuninitialized"
+#else
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include <immintrin.h>
 

@@ -1,6 +1,7 @@
 // Program files (.enf): the whole CompiledModel survives save/load, the bytes are stable, and
 // damaged, foreign or other-version files are refused with one line naming the problem.
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <unistd.h>
 
@@ -341,6 +342,32 @@ TEST_CASE("program file: truncated, corrupted, foreign and other-version files a
                Catch::Contains(fmt::format("format version {} is newer than this build's version {}",
                                            compiler::kProgramFormatVersion + 1, compiler::kProgramFormatVersion)));
     CHECK_THAT(refusal(with_byte(good, 8, 0)), Catch::Contains("format version 0 is older"));
+  }
+  SECTION("hostile CBOR bodies are refused, not a crash (found by fuzz_program_file)") {
+    // The good file's header and meta with another body, and CRCs that match it.
+    const std::uint64_t meta_len = static_cast<unsigned char>(good[12]) | static_cast<unsigned char>(good[13]) << 8 |
+                                   static_cast<unsigned char>(good[14]) << 16 |
+                                   static_cast<std::uint64_t>(static_cast<unsigned char>(good[15])) << 24;
+    const std::string meta = good.substr(compiler::kProgramHeaderBytes, meta_len);
+    auto with_body = [&](const std::string& body) {
+      std::string bad = good.substr(0, compiler::kProgramHeaderBytes) + meta + body;
+      auto put = [&](std::size_t at, std::uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) bad[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+      };
+      auto crc = [](const std::string& part) {
+        return crc32(0L, reinterpret_cast<const Bytef*>(part.data()), static_cast<uInt>(part.size()));
+      };
+      put(16, body.size(), 8);
+      put(24, crc(meta), 4);
+      put(28, crc(body), 4);
+      return bad;
+    };
+    // 50,000 nested one-element arrays: nlohmann's CBOR reader recursed once per level.
+    CHECK_THAT(refusal(with_body(std::string(50000, '\x81') + '\xf6')),
+               Catch::Equals("model.enf: the body nests deeper than 64 levels"));
+    // An array announcing 0x6c616c6c6c6c6c6c (about 7.8e18) elements: nlohmann threw out_of_range.408.
+    CHECK_THAT(refusal(with_body(std::string("\x9b\x6c\x61\x6c\x6c\x6c\x6c\x6c\x6c", 9))),
+               Catch::StartsWith("model.enf: the body is not valid CBOR") && Catch::Contains("excessive array size"));
   }
   SECTION("load_program names the file") {
     const fs::path p = fs::temp_directory_path() / fmt::format("furiosa-bad-{}.enf", ::getpid());

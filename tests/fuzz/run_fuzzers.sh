@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of tests/fuzz for a bounded time (issue 19): first over its kept
+# regression inputs (tests/fuzz/regressions/TARGET/, every crash ever found), then fuzzing from
+# seeds built from the real files in ../shared/models. Fails on any crash, sanitizer report,
+# leak, timeout (-timeout per input) or allocation over -malloc_limit_mb; the input is left in
+# FUZZ_BUILD/fuzz-artifacts/ (copy it to tests/fuzz/regressions/TARGET/ with the fix).
+#   usage: tests/fuzz/run_fuzzers.sh FUZZ_BUILD_DIR [SECONDS_PER_TARGET=60] [FURIOSA_COMPILE]
+# FURIOSA_COMPILE (default FUZZ_BUILD_DIR/tools/furiosa-compile, else build/tools/furiosa-compile)
+# compiles mnist-12-int8 into the .enf seed of fuzz_program_file.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+build="$(cd "$1" && pwd)"
+seconds="${2:-60}"
+models="${FURIOSA_SHARED_MODELS_DIR:-$repo/../shared/models}"
+[ -d "$models" ] || { echo "run_fuzzers: the shared models folder '$models' is missing (../shared/models)" >&2; exit 1; }
+compile="${3:-}"
+for c in "$compile" "$build/tools/furiosa-compile" "$repo/build/tools/furiosa-compile"; do
+  if [ -n "$c" ] && [ -x "$c" ]; then compile="$c"; break; fi
+done
+
+work="$build/fuzz-work"
+artifacts="$build/fuzz-artifacts"
+rm -rf "$work"
+mkdir -p "$work" "$artifacts"
+
+# ---- seeds --------------------------------------------------------------------------------------
+seed() {  # seed TARGET FILE [PREFIX_BYTE_OCTAL]: copies FILE into TARGET's corpus, optionally prefixed
+  local dir="$work/$1"; mkdir -p "$dir"
+  local out="$dir/$(basename "$(dirname "$2")")-$(basename "$2")"
+  if [ -n "${3:-}" ]; then { printf "\\$3"; cat "$2"; } > "$out.$3"; else cp "$2" "$out"; fi
+}
+for m in "$models"/onnx-zoo/mnist-12-int8/*.onnx "$models"/onnx-zoo/mnist-8/*.onnx "$models"/onnx-node-tests/*/model.onnx; do
+  seed fuzz_onnx_model "$m"
+done
+for m in "$models"/furiosa-sdk/MNISTnet_uint8_quant*/*.tflite; do seed fuzz_tflite_model "$m"; done
+for t in "$models"/onnx-zoo/mnist-12-int8/test_data_set_0/*.pb "$models"/onnx-node-tests/*/test_data_set_0/*.pb; do
+  seed fuzz_tensor_file "$t" 000   # even first byte: TensorProto
+done
+/usr/bin/python3 - "$work/npy" <<'PY'
+import sys, os, numpy as np
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+np.save(f"{d}/f32.npy", np.arange(784, dtype=np.float32).reshape(1, 1, 28, 28))
+np.save(f"{d}/u8.npy", np.arange(5, dtype=np.uint8))
+np.save(f"{d}/i64.npy", np.int64(7))
+PY
+for t in "$work"/npy/*.npy; do seed fuzz_tensor_file "$t" 001; done   # odd first byte: .npy
+if [ -n "$compile" ] && [ -x "$compile" ]; then
+  "$compile" "$models/onnx-zoo/mnist-12-int8/mnist-12-int8.onnx" -o "$work/mnist-12-int8.enf" >/dev/null
+  seed fuzz_program_file "$work/mnist-12-int8.enf"
+else
+  echo "run_fuzzers: no furiosa-compile found: fuzz_program_file starts without an .enf seed" >&2
+fi
+for s in "$here"/seeds/trace_file/*.json; do seed fuzz_trace_file "$s" 001; done
+for s in "$here"/seeds/trace_file/*.csv; do seed fuzz_trace_file "$s" 000; done
+for s in "$here"/seeds/device_spec/*; do seed fuzz_device_spec "$s"; done
+
+# ---- runs ---------------------------------------------------------------------------------------
+status=0
+for target in fuzz_onnx_model fuzz_tflite_model fuzz_tensor_file fuzz_program_file fuzz_trace_file fuzz_device_spec; do
+  exe="$build/tests/fuzz/$target"
+  [ -x "$exe" ] || { echo "run_fuzzers: $exe was not built (cmake --build $build --target fuzzers)" >&2; exit 1; }
+  flags=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -artifact_prefix="$artifacts/$target-")
+  if compgen -G "$here/regressions/$target/*" >/dev/null; then
+    echo "== $target: regression inputs"
+    "$exe" "${flags[@]}" "$here"/regressions/$target/* 2>&1 | tail -n 3 || { status=1; continue; }
+  fi
+  mkdir -p "$work/$target"
+  echo "== $target: fuzzing ${seconds} s from $(ls "$work/$target" | wc -l) seeds"
+  if ! "$exe" "${flags[@]}" -max_total_time="$seconds" -print_final_stats=1 "$work/$target" > "$work/$target.log" 2>&1; then
+    tail -n 60 "$work/$target.log"
+    echo "run_fuzzers: $target FAILED; the input is in $artifacts/" >&2
+    status=1
+    continue
+  fi
+  grep -E "stat::number_of_executed_runs|stat::peak_rss_mb|cov:" "$work/$target.log" | tail -n 3 | tr '\n' ' '
+  echo
+done
+exit $status
