@@ -284,7 +284,9 @@ def test_dynamic_batching_equals_unbatched(batching_server, pb, references):
     families = s.metrics()
     count = sample(families, "furiosa_serve_batch_size", "furiosa_serve_batch_size_count", {"model": "mnist_b8"})
     total = sample(families, "furiosa_serve_batch_size", "furiosa_serve_batch_size_sum", {"model": "mnist_b8"})
-    ones = sample(families, "furiosa_serve_batch_size", "furiosa_serve_batch_size_bucket", {"model": "mnist_b8", "le": "1.0"})
+    ones = [x.value for x in families["furiosa_serve_batch_size"].samples
+            if x.name == "furiosa_serve_batch_size_bucket" and x.labels.get("model") == "mnist_b8"
+            and float(x.labels["le"]) == 1.0][0]
     print(f"\nbatching: 64 requests in {count:.0f} executions (mean batch {total / count:.1f})")
     assert total == 64 and count < 64 and ones < count, (count, total, ones)
 
