@@ -450,8 +450,10 @@ void Session::fence_stage(std::shared_ptr<Request> req) {
   req->forced_error = nullptr;
   if (!error) {
     {
+      const auto& t = fence->timing();
       std::lock_guard lock(dev.mu);
       ++dev.health.completed;
+      if (t.store_end_ns > t.load_start_ns) dev.health.busy_ns += static_cast<std::uint64_t>(t.store_end_ns - t.load_start_ns);
     }
     try {
       if (req->traced) record_npu_spans(*req->profiler, dev, fence->timing(), req->context(), req->flow_id);

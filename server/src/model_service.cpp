@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <any>
 #include <cstring>
 
@@ -58,7 +59,12 @@ ServiceMetrics::ServiceMetrics(prometheus::Registry& registry)
       npu_executions(prometheus::BuildCounter()
                          .Name("furiosa_npu_executions_total")
                          .Help("Executions completed on the device (PE or fused PEs), as the runtime counts them")
-                         .Register(registry)) {}
+                         .Register(registry)),
+      npu_busy(prometheus::BuildCounter()
+                   .Name("furiosa_npu_busy_seconds_total")
+                   .Help("Device time of the completed executions (Load start to Store end); its rate is the "
+                         "device's utilisation")
+                   .Register(registry)) {}
 
 /// The requests of one runtime submission (1, or up to the batch with dynamic batching).
 struct ModelService::Submission {
@@ -290,13 +296,13 @@ void ModelService::update_device_metrics() {
   }
   std::lock_guard lock(device_mutex_);
   for (const auto& d : health) {
-    auto& seen = device_seen_[d.device_file];
-    if (d.completed > seen) {
-      metrics_.npu_executions.Add({{"device", d.device_file}}).Increment(static_cast<double>(d.completed - seen));
-      seen = d.completed;
-    } else {
-      metrics_.npu_executions.Add({{"device", d.device_file}});
-    }
+    auto& [executions, busy_ns] = device_seen_[d.device_file];
+    auto& e = metrics_.npu_executions.Add({{"device", d.device_file}});
+    auto& b = metrics_.npu_busy.Add({{"device", d.device_file}});
+    if (d.completed > executions) e.Increment(static_cast<double>(d.completed - executions));
+    if (d.busy_ns > busy_ns) b.Increment(static_cast<double>(d.busy_ns - busy_ns) * 1e-9);
+    executions = std::max(executions, d.completed);
+    busy_ns = std::max(busy_ns, d.busy_ns);
   }
 }
 

@@ -37,6 +37,7 @@ struct ServiceMetrics {
   prometheus::Family<prometheus::Histogram>& batch_size;    ///< {model} requests per execution
   prometheus::Family<prometheus::Gauge>& inflight;          ///< {model}
   prometheus::Family<prometheus::Counter>& npu_executions;  ///< {device} completed executions
+  prometheus::Family<prometheus::Counter>& npu_busy;        ///< {device} seconds of device time
 };
 
 /// One served model. Thread-safe: infer() from any thread; completions run on the model's
@@ -66,7 +67,8 @@ class ModelService {
   void infer(std::vector<Tensor> inputs, Deadline deadline, Completion done);
   /// Counts a request answered with an error before it reached infer() (e.g. a decode error).
   void count_failure(ServeStatus status);
-  /// Refreshes furiosa_npu_executions_total from the runtime's device counters. Thread-safe.
+  /// Refreshes furiosa_npu_executions_total and furiosa_npu_busy_seconds_total from the
+  /// runtime's device counters (Submitter::device_health). Thread-safe.
   void update_device_metrics();
   /// Stops the batcher (queued requests are still submitted), closes the submitter and joins the
   /// receiver thread once every submitted request has completed. Idempotent.
@@ -97,7 +99,8 @@ class ModelService {
   prometheus::Histogram* batch_size_ = nullptr;
   prometheus::Gauge* inflight_gauge_ = nullptr;
   std::mutex device_mutex_;
-  std::map<std::string, std::uint64_t> device_seen_;  ///< executions already counted, by device
+  /// Executions and busy ns already counted, by device.
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> device_seen_;
 };
 
 }  // namespace furiosa::server

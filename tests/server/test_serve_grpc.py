@@ -237,9 +237,14 @@ def test_http_deadline_parameter(server, references):
 def test_metrics_names(server):
     families = server.metrics()
     for name in ("furiosa_serve_queue_duration_seconds", "furiosa_serve_batch_size", "furiosa_serve_request_failures",
-                 "furiosa_npu_executions"):
+                 "furiosa_npu_executions", "furiosa_npu_busy_seconds"):
         assert name in families, name
     assert sample(families, "furiosa_npu_executions", "furiosa_npu_executions_total", {"device": "npu0pe0"}) > 0
+    busy = sample(families, "furiosa_npu_busy_seconds", "furiosa_npu_busy_seconds_total", {"device": "npu0pe1"})
+    assert 0 < busy < 60, busy
+    queued = sample(families, "furiosa_serve_queue_duration_seconds", "furiosa_serve_queue_duration_seconds_count",
+                    {"model": "mnist"})
+    assert queued > 0
 
 
 @pytest.fixture(scope="module")
@@ -311,6 +316,34 @@ def test_deadline_expires_in_the_batcher(batching_server, pb, references):
         time.sleep(0.01)
     assert expired == 1
     assert sample(after, "furiosa_serve_batch_size", "furiosa_serve_batch_size_count", {"model": "mnist_b8"}) == batches
+
+
+def test_sigterm_answers_grpc_calls_in_flight(pb, references, tmp_path):
+    """SIGTERM while 8 MobileNetV2 gRPC calls run: each is answered OK with the right outputs,
+    then the server exits 0."""
+    repo = ts.make_repo(tmp_path / "repo", {"mobilenet": (ts.MOBILENET, {"device": "npu0pe0-1", "max_inflight": 8})})
+    s = GrpcServer(repo)
+    x, expected = references[ts.MOBILENET]
+    ref = next(iter(expected.values()))
+    stub = s.stub(pb)
+    futures = [stub.ModelInfer.future(infer_request(pb, "mobilenet", "input", x)) for _ in range(8)]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        m = re.search(r'furiosa_serve_inflight_requests\{model="mobilenet"\} (\d+)', requests.get(s.url + "/metrics").text)
+        if m and int(float(m.group(1))) >= 8:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the calls were not all admitted")
+    s.proc.send_signal(ts.signal.SIGTERM)
+    outcomes = []
+    for f in futures:
+        try:
+            outcomes.append(np.array_equal(output_array(f.result(timeout=120)), ref))
+        except grpc.RpcError as e:
+            outcomes.append(e.code())
+    assert s.stop() == 0, "".join(s.lines)
+    assert outcomes == [True] * 8, outcomes
 
 
 def test_batching_refused_for_a_model_without_batch_dim_1(tmp_path):
