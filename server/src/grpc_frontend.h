@@ -33,6 +33,7 @@ class GrpcFrontend {
   /// passes (then they are cancelled). Blocks; idempotent.
   void shutdown(Clock::time_point deadline);
 
+  /// The grpc++ service and server (grpc_frontend.cpp), kept out of this header.
   struct Impl;
 
  private:

@@ -64,7 +64,11 @@ ServiceMetrics::ServiceMetrics(prometheus::Registry& registry)
                    .Name("furiosa_npu_busy_seconds_total")
                    .Help("Device time of the completed executions (Load start to Store end); its rate is the "
                          "device's utilisation")
-                   .Register(registry)) {}
+                   .Register(registry)),
+      host_operators(prometheus::BuildCounter()
+                         .Name("furiosa_host_operator_seconds_total")
+                         .Help("Host (CPU) operator time of the model's requests, wall time on the runtime's workers")
+                         .Register(registry)) {}
 
 /// The requests of one runtime submission (1, or up to the batch with dynamic batching).
 struct ModelService::Submission {
@@ -289,12 +293,17 @@ void ModelService::receive_loop() {
 void ModelService::update_device_metrics() {
   if (!submitter_) return;
   std::vector<runtime::DeviceHealth> health;
+  std::uint64_t host_ns = 0;
   try {
     health = submitter_->device_health();
+    host_ns = submitter_->host_operator_ns();
   } catch (...) {
     return;
   }
   std::lock_guard lock(device_mutex_);
+  auto& host = metrics_.host_operators.Add({{"model", entry_.name}});
+  if (host_ns > host_operator_seen_ns_) host.Increment(static_cast<double>(host_ns - host_operator_seen_ns_) * 1e-9);
+  host_operator_seen_ns_ = std::max(host_operator_seen_ns_, host_ns);
   for (const auto& d : health) {
     auto& [executions, busy_ns] = device_seen_[d.device_file];
     auto& e = metrics_.npu_executions.Add({{"device", d.device_file}});

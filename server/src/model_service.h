@@ -38,6 +38,7 @@ struct ServiceMetrics {
   prometheus::Family<prometheus::Gauge>& inflight;          ///< {model}
   prometheus::Family<prometheus::Counter>& npu_executions;  ///< {device} completed executions
   prometheus::Family<prometheus::Counter>& npu_busy;        ///< {device} seconds of device time
+  prometheus::Family<prometheus::Counter>& host_operators;  ///< {model} seconds in host operators
 };
 
 /// One served model. Thread-safe: infer() from any thread; completions run on the model's
@@ -67,8 +68,9 @@ class ModelService {
   void infer(std::vector<Tensor> inputs, Deadline deadline, Completion done);
   /// Counts a request answered with an error before it reached infer() (e.g. a decode error).
   void count_failure(ServeStatus status);
-  /// Refreshes furiosa_npu_executions_total and furiosa_npu_busy_seconds_total from the
-  /// runtime's device counters (Submitter::device_health). Thread-safe.
+  /// Refreshes furiosa_npu_executions_total, furiosa_npu_busy_seconds_total and
+  /// furiosa_host_operator_seconds_total from the runtime's counters (Submitter::device_health,
+  /// host_operator_ns). Thread-safe.
   void update_device_metrics();
   /// Stops the batcher (queued requests are still submitted), closes the submitter and joins the
   /// receiver thread once every submitted request has completed. Idempotent.
@@ -101,6 +103,7 @@ class ModelService {
   std::mutex device_mutex_;
   /// Executions and busy ns already counted, by device.
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> device_seen_;
+  std::uint64_t host_operator_seen_ns_ = 0;  ///< host operator ns already counted
 };
 
 }  // namespace furiosa::server
