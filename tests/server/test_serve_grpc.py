@@ -356,3 +356,23 @@ def test_batching_refused_for_a_model_without_batch_dim_1(tmp_path):
     proc = subprocess.run([str(ts.SERVE), "--model-repository", str(repo), "--http-port", "0", "--grpc-port", "0"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "config.json" in proc.stderr and "dynamic_batching" in proc.stderr, proc.stderr
+
+
+def test_batching_refused_for_a_fixed_batch_of_2(tmp_path):
+    """A model whose input has a fixed dim 0 of 2 cannot take batch-1 requests: dynamic_batching
+    stops the server at start with an error naming the model and the input."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "twos", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    (tmp_path / "repo" / "twos" / "1").mkdir(parents=True)
+    onnx.save(model, str(tmp_path / "repo" / "twos" / "1" / "model.onnx"))
+    (tmp_path / "repo" / "twos" / "config.json").write_text(json.dumps({"dynamic_batching": {"max_batch_size": 4}}))
+    proc = subprocess.run([str(ts.SERVE), "--model-repository", str(tmp_path / "repo"), "--http-port", "0",
+                           "--grpc-port", "0"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "model 'twos'" in proc.stderr and "'x'" in proc.stderr and "dim 0 of 2" in proc.stderr, proc.stderr
