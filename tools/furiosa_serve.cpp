@@ -1,5 +1,5 @@
 // furiosa-serve: serves the models of a model repository over the Open Inference Protocol
-// (KServe v2) HTTP/REST API, with Prometheus metrics on /metrics, until SIGTERM or SIGINT, then
+// (KServe v2) HTTP/REST and gRPC APIs, with Prometheus metrics on /metrics, until SIGTERM or SIGINT, then
 // shuts down gracefully (every request already received is answered) and exits 0.
 #include <CLI/CLI.hpp>
 
@@ -13,12 +13,14 @@
 
 int main(int argc, char** argv) {
   furiosa::server::ServerOptions options;
-  CLI::App app{"Serve models over the Open Inference Protocol (KServe v2) HTTP/REST API"};
+  CLI::App app{"Serve models over the Open Inference Protocol (KServe v2) HTTP/REST and gRPC APIs"};
   app.add_option("--model-repository", options.model_repository,
                  "Folder of MODEL_NAME/VERSION/model.{onnx,tflite,enf} (+ MODEL_NAME/config.json)")
       ->required();
   app.add_option("--host", options.host, "Address to listen on")->capture_default_str();
   app.add_option("--http-port", options.http_port, "HTTP port (0: any free port)")->capture_default_str();
+  app.add_option("--grpc-port", options.grpc_port, "gRPC port (inference.GRPCInferenceService; 0: any free port)")
+      ->capture_default_str();
   app.add_option("--http-threads", options.http_threads, "Threads serving HTTP connections")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -61,6 +61,10 @@ Submitter& Submitter::operator=(Submitter&& other) noexcept {
 
 const Model& Submitter::model() const { return state_->model; }
 
+std::vector<DeviceHealth> Submitter::device_health() const { return state_->session->device_health(); }
+
+std::uint64_t Submitter::host_operator_ns() const { return state_->session->host_operator_ns(); }
+
 void Submitter::submit(std::vector<Tensor> inputs, std::any context) {
   auto& box = *state_->mailbox;
   state_->session->validate(inputs);

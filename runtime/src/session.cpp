@@ -21,6 +21,7 @@
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "cpu_ops.h"
@@ -450,8 +451,10 @@ void Session::fence_stage(std::shared_ptr<Request> req) {
   req->forced_error = nullptr;
   if (!error) {
     {
+      const auto& t = fence->timing();
       std::lock_guard lock(dev.mu);
       ++dev.health.completed;
+      if (t.store_end_ns > t.load_start_ns) dev.health.busy_ns += static_cast<std::uint64_t>(t.store_end_ns - t.load_start_ns);
     }
     try {
       if (req->traced) record_npu_spans(*req->profiler, dev, fence->timing(), req->context(), req->flow_id);
@@ -661,6 +664,16 @@ void Session::run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, p
                                                                      : compiler::cpu_op_name(op.kind),
                             ctx);
   span.record().operator_index = host_operator_index_[step];
+  // Host operator time for serving metrics (Submitter::host_operator_ns), traced or not.
+  struct Timer {
+    std::atomic<std::uint64_t>& total;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~Timer() {
+      total.fetch_add(static_cast<std::uint64_t>(
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()),
+                      std::memory_order_relaxed);
+    }
+  } timer{host_operator_ns_};
   if (op.kind != compiler::CpuOpKind::External) {
     const int in = op.inputs.at(0), out = op.outputs.at(0);
     run_host_step(op, compiled_.slots[static_cast<std::size_t>(in)], b.readable(in),

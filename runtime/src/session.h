@@ -60,6 +60,9 @@ class Session {
   const std::string& backend() const noexcept { return backend_; }
   /// Per device, what the runtime saw and did (faults, timeouts, resets, lost). Thread-safe.
   std::vector<DeviceHealth> device_health() const;
+  /// Host time spent in the model's host (CPU) operators, summed over every request, in ns.
+  /// Thread-safe.
+  std::uint64_t host_operator_ns() const noexcept { return host_operator_ns_.load(std::memory_order_relaxed); }
   /// Throws Error(InvalidInput) naming the tensor when `inputs` do not fit model().inputs.
   void validate(const std::vector<Tensor>& inputs) const;
 
@@ -115,6 +118,7 @@ class Session {
   /// operators in execution order (0..N-1: Quantize, Lower, fallback operators, Unlower,
   /// Dequantize, as FuriosaAI's profiler numbers them in operator_index); -1 for an NPU step.
   std::vector<std::int32_t> host_operator_index_;
+  std::atomic<std::uint64_t> host_operator_ns_{0};  ///< see host_operator_ns()
   Model model_;
   std::string backend_;
   /// The profiler given in the options (records every inference); null = the active one per

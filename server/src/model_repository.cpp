@@ -48,9 +48,32 @@ ModelConfig read_config(const fs::path& file) {
       config.batch_size = positive(1);
     } else if (key == "max_inflight") {
       config.max_inflight = static_cast<std::size_t>(positive(1));
+    } else if (key == "dynamic_batching") {
+      if (!value.is_object()) bad_file(file, "\"dynamic_batching\" must be an object");
+      DynamicBatching b;
+      for (const auto& [k, v] : value.items()) {
+        auto at_least = [&](std::int64_t minimum) {
+          if (!v.is_number_integer() || v.get<std::int64_t>() < minimum) {
+            bad_file(file, fmt::format("\"dynamic_batching.{}\" must be an integer >= {}", k, minimum));
+          }
+          return v.get<std::int64_t>();
+        };
+        if (k == "max_batch_size") {
+          b.max_batch_size = std::min<std::int64_t>(at_least(1), 4096);
+        } else if (k == "max_queue_delay_us") {
+          b.max_queue_delay = std::chrono::microseconds(std::min<std::int64_t>(at_least(0), 60'000'000));
+        } else {
+          bad_file(file, fmt::format("unknown key \"dynamic_batching.{}\" (known: max_batch_size, max_queue_delay_us)", k));
+        }
+      }
+      config.dynamic_batching = b;
     } else {
-      bad_file(file, fmt::format("unknown key \"{}\" (known: device, worker_num, batch_size, max_inflight)", key));
+      bad_file(file, fmt::format(
+                         "unknown key \"{}\" (known: device, worker_num, batch_size, max_inflight, dynamic_batching)", key));
     }
+  }
+  if (config.dynamic_batching && config.batch_size != 1) {
+    bad_file(file, "\"dynamic_batching\" combines batch-1 requests: \"batch_size\" must be 1 (or absent)");
   }
   return config;
 }

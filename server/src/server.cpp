@@ -1,7 +1,7 @@
-// InferenceServer (server.h): Boost.Beast HTTP connections on an io_context, one runtime queue per
-// model (create_queue) with a receiver thread that hands each result back to its connection's
-// strand, admission control per model, Prometheus metrics (prometheus-cpp core) and graceful
-// shutdown.
+// InferenceServer (server.h): Boost.Beast HTTP connections on an io_context and the gRPC front end
+// (grpc_frontend.h) over one ModelService per model (model_service.h: queue, admission, deadlines,
+// batching, metrics), whose completions are handed back to the connection's strand; Prometheus
+// text on /metrics and graceful shutdown.
 #include "furiosa/server/server.h"
 
 #include <fmt/format.h>
@@ -27,6 +27,8 @@
 #include "furiosa/core/error.h"
 #include "furiosa/runtime/queue.h"
 #include "furiosa/server/v2_protocol.h"
+#include "grpc_frontend.h"
+#include "model_service.h"
 
 namespace furiosa::server {
 
@@ -38,66 +40,22 @@ using tcp = asio::ip::tcp;
 namespace {
 
 using Response = http::response<http::string_body>;
-/// Completion of one inference, called once on the model's receiver thread.
-using Completion = std::function<void(std::vector<Tensor>, std::exception_ptr)>;
 
-/// Latency buckets in seconds: 100 us .. 10 s.
-prometheus::Histogram::BucketBoundaries latency_buckets() {
-  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-}
-
-/// HTTP status of a runtime error answering an inference.
-http::status status_of(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::InvalidInput:
-    case ErrorCode::InvalidArgument: return http::status::bad_request;
-    case ErrorCode::SessionClosed:
-    case ErrorCode::SessionTerminated: return http::status::service_unavailable;
-    case ErrorCode::DeviceTimeout: return http::status::gateway_timeout;
-    default: return http::status::internal_server_error;
+/// The HTTP status of a serving outcome (serve_error.h's table).
+http::status http_status(ServeStatus status) {
+  switch (status) {
+    case ServeStatus::Ok: return http::status::ok;
+    case ServeStatus::InvalidArgument: return http::status::bad_request;
+    case ServeStatus::NotFound: return http::status::not_found;
+    case ServeStatus::ResourceExhausted: return http::status::too_many_requests;
+    case ServeStatus::Unavailable: return http::status::service_unavailable;
+    case ServeStatus::DeadlineExceeded: return http::status::gateway_timeout;
+    case ServeStatus::Internal: return http::status::internal_server_error;
   }
+  return http::status::internal_server_error;
 }
 
 }  // namespace
-
-/// One served model: its queue, the thread receiving its results, admission and metrics.
-struct ServedModel {
-  ModelEntry entry;
-  runtime::Model model;
-  std::optional<runtime::Submitter> submitter;
-  std::optional<runtime::Receiver> receiver;
-  std::thread receiver_thread;
-  std::atomic<std::size_t> inflight{0};
-  prometheus::Counter* succeeded = nullptr;
-  prometheus::Counter* failed = nullptr;
-  prometheus::Counter* rejected = nullptr;
-  prometheus::Histogram* latency = nullptr;
-  prometheus::Gauge* inflight_gauge = nullptr;
-
-  ServedModel() = default;
-  ServedModel(const ServedModel&) = delete;
-  ServedModel& operator=(const ServedModel&) = delete;
-  /// Closes the submitter and joins the receiver thread (it ends once the queue is drained);
-  /// also when the server's constructor fails after this model was loaded.
-  ~ServedModel() {
-    if (submitter) submitter->close();
-    if (receiver_thread.joinable()) receiver_thread.join();
-  }
-
-  void receive_loop() {
-    for (;;) {
-      runtime::QueueResult result;
-      try {
-        result = receiver->recv();
-      } catch (const Error& e) {
-        if (e.code() == ErrorCode::SessionTerminated || e.code() == ErrorCode::SessionClosed) return;
-        continue;  // QueueWaitTimeout after a year: keep waiting
-      }
-      auto done = std::any_cast<std::shared_ptr<Completion>>(result.context);
-      (*done)(std::move(result.outputs), result.error);
-    }
-  }
-};
 
 struct InferenceServer::Impl {
   ServerOptions options;
@@ -107,10 +65,10 @@ struct InferenceServer::Impl {
   std::once_flag teardown_once;
 
   prometheus::Registry registry;
-  prometheus::Family<prometheus::Counter>* requests_family = nullptr;
-  prometheus::Family<prometheus::Histogram>* latency_family = nullptr;
-  prometheus::Family<prometheus::Gauge>* inflight_family = nullptr;
-  std::map<std::string, std::unique_ptr<ServedModel>> models;
+  ServiceMetrics metrics{registry};
+  std::map<std::string, std::unique_ptr<ModelService>> models;
+  std::unique_ptr<GrpcFrontend> grpc;
+  std::uint16_t grpc_port = 0;
 
   // Declared last: destroyed first, with any handler still queued, while the above still exist.
   asio::io_context ioc;
@@ -123,7 +81,8 @@ struct InferenceServer::Impl {
   void accept();
   void drain_then_stop();
   void teardown();
-  ServedModel* find(const std::string& name);
+  ModelService* find(const std::string& name);
+  std::string collect_metrics();
 };
 
 namespace {
@@ -159,10 +118,8 @@ class Session : public std::enable_shared_from_this<Session> {
     server_->active_requests.fetch_add(1);
     try {
       route();
-    } catch (const Error& e) {
-      reply(status_of(e.code()), error_json(e.what()));
     } catch (const std::exception& e) {
-      reply(http::status::internal_server_error, error_json(e.what()));
+      reply(http_status(status_of(e)), error_json(e.what()));
     }
   }
 
@@ -199,22 +156,22 @@ class Session : public std::enable_shared_from_this<Session> {
       if (path[2] == "ready") return reply(http::status::ok, "");
     }
     if (path.size() >= 3 && path[1] == "models") {
-      ServedModel* model = server_->find(path[2]);
+      ModelService* model = server_->find(path[2]);
       if (model == nullptr) {
         return reply(http::status::not_found, error_json(fmt::format("unknown model '{}'", path[2])));
       }
       std::size_t rest = 3;
       if (path.size() >= 5 && path[3] == "versions") {
-        if (path[4] != model->entry.version) {
+        if (path[4] != model->entry().version) {
           return reply(http::status::not_found,
                        error_json(fmt::format("model '{}' has no served version '{}' (serving {})", path[2], path[4],
-                                              model->entry.version)));
+                                              model->entry().version)));
         }
         rest = 5;
       }
       if (path.size() == rest && get) {
-        return reply(http::status::ok, model_metadata_json(model->entry.name, model->entry.versions,
-                                                           model->entry.platform, model->model));
+        return reply(http::status::ok, model_metadata_json(model->entry().name, model->entry().versions,
+                                                           model->entry().platform, model->model()));
       }
       if (path.size() == rest + 1 && path[rest] == "ready" && get) return reply(http::status::ok, "");
       if (path.size() == rest + 1 && path[rest] == "infer" && method == http::verb::post) return infer(*model);
@@ -226,55 +183,44 @@ class Session : public std::enable_shared_from_this<Session> {
     return R"({"name":"furiosa-serve","version":"0.1.0","extensions":["binary_tensor_data"]})";
   }
 
-  void infer(ServedModel& model) {
+  void infer(ModelService& model) {
+    const auto received = Clock::now();
     std::optional<std::size_t> header_length;
-    if (auto h = request_.find("Inference-Header-Content-Length"); h != request_.end()) {
-      std::size_t n = 0;
-      const auto value = h->value();
-      auto [p, err] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (err != std::errc() || p != value.data() + value.size()) {
-        throw Error(ErrorCode::InvalidInput, "Inference-Header-Content-Length is not a byte count");
-      }
-      header_length = n;
-    }
-    auto request = std::make_shared<InferRequest>(decode_infer_request(request_.body(), header_length, model.model.inputs));
-    // Admission: at most max_inflight requests of this model at once; the rest are answered now.
-    if (model.inflight.fetch_add(1) >= model.entry.config.max_inflight) {
-      model.inflight.fetch_sub(1);
-      model.rejected->Increment();
-      return reply(http::status::too_many_requests,
-                   error_json(fmt::format("model '{}' has {} requests in flight (max_inflight)", model.entry.name,
-                                          model.entry.config.max_inflight)));
-    }
-    model.inflight_gauge->Increment();
-    const auto start = std::chrono::steady_clock::now();
-    auto done = std::make_shared<Completion>(
-        [self = shared_from_this(), &model, request, start](std::vector<Tensor> outputs, std::exception_ptr error) {
-          model.inflight.fetch_sub(1);
-          model.inflight_gauge->Decrement();
-          model.latency->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-          (error ? model.failed : model.succeeded)->Increment();
-          asio::post(self->stream_.get_executor(), [self, &model, request, outputs = std::move(outputs), error] {
-            self->complete(model, *request, outputs, error);
-          });
-        });
+    std::shared_ptr<InferRequest> request;
     try {
-      std::vector<Tensor> inputs = std::move(request->inputs);
-      model.submitter->submit(std::move(inputs), std::any(done));
-    } catch (...) {
-      // Not queued: the completion will never run, so answer here.
-      model.inflight.fetch_sub(1);
-      model.inflight_gauge->Decrement();
-      model.failed->Increment();
+      if (auto h = request_.find("Inference-Header-Content-Length"); h != request_.end()) {
+        std::size_t n = 0;
+        const auto value = h->value();
+        auto [p, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (err != std::errc() || p != value.data() + value.size()) {
+          throw Error(ErrorCode::InvalidInput, "Inference-Header-Content-Length is not a byte count");
+        }
+        header_length = n;
+      }
+      request = std::make_shared<InferRequest>(decode_infer_request(request_.body(), header_length, model.model().inputs));
+    } catch (const std::exception& e) {
+      model.count_failure(status_of(e));
       throw;
     }
+    Deadline deadline;
+    if (request->timeout_us) deadline = received + std::chrono::microseconds(*request->timeout_us);
+    std::vector<Tensor> inputs = std::move(request->inputs);
+    // Throws (answered by on_read) when not admitted; else the completion runs exactly once.
+    model.infer(std::move(inputs), deadline,
+                [self = shared_from_this(), &model, request](std::vector<Tensor> outputs, std::exception_ptr error) {
+                  asio::post(self->stream_.get_executor(),
+                             [self, &model, request, outputs = std::move(outputs), error] {
+                               self->complete(model, *request, outputs, error);
+                             });
+                });
   }
 
-  void complete(ServedModel& model, const InferRequest& request, const std::vector<Tensor>& outputs,
+  void complete(ModelService& model, const InferRequest& request, const std::vector<Tensor>& outputs,
                 std::exception_ptr error) {
     try {
       if (error) std::rethrow_exception(error);
-      auto encoded = encode_infer_response(model.entry.name, model.entry.version, request, model.model.outputs, outputs);
+      auto encoded =
+          encode_infer_response(model.entry().name, model.entry().version, request, model.model().outputs, outputs);
       Response res{http::status::ok, request_.version()};
       if (encoded.header_length) {
         res.set(http::field::content_type, "application/octet-stream");
@@ -284,17 +230,15 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       res.body() = std::move(encoded.body);
       write(std::move(res));
-    } catch (const Error& e) {
-      reply(status_of(e.code()), error_json(e.what()));
     } catch (const std::exception& e) {
-      reply(http::status::internal_server_error, error_json(e.what()));
+      reply(http_status(status_of(e)), error_json(e.what()));
     }
   }
 
   void reply_metrics() {
     Response res{http::status::ok, request_.version()};
     res.set(http::field::content_type, "text/plain; version=0.0.4");
-    res.body() = prometheus::TextSerializer().Serialize(server_->registry.Collect());
+    res.body() = server_->collect_metrics();
     write(std::move(res));
   }
 
@@ -335,9 +279,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
-ServedModel* InferenceServer::Impl::find(const std::string& name) {
+ModelService* InferenceServer::Impl::find(const std::string& name) {
   auto it = models.find(name);
   return it == models.end() ? nullptr : it->second.get();
+}
+
+std::string InferenceServer::Impl::collect_metrics() {
+  for (auto& [name, model] : models) model->update_device_metrics();
+  return prometheus::TextSerializer().Serialize(registry.Collect());
 }
 
 void InferenceServer::Impl::accept() {
@@ -361,63 +310,33 @@ void InferenceServer::Impl::drain_then_stop() {
 }
 
 void InferenceServer::Impl::teardown() {
+  // gRPC first: it stops taking calls and waits for the ones in progress (their models still run).
+  if (grpc) {
+    grpc->shutdown(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(options.grpc_shutdown_grace_s)));
+  }
   for (auto& t : threads) {
     if (t.joinable()) t.join();
   }
   // Every admitted request was answered before the threads stopped; closing the submitters ends
   // each receiver thread once its queue is drained.
-  for (auto& [name, model] : models) {
-    if (model->submitter) model->submitter->close();
-    if (model->receiver_thread.joinable()) model->receiver_thread.join();
-  }
+  for (auto& [name, model] : models) model->close();
 }
 
 InferenceServer::InferenceServer(ServerOptions options, std::ostream& log)
     : impl_(std::make_unique<Impl>(std::move(options), log)) {
   auto& s = *impl_;
   if (s.options.http_threads < 1) throw Error(ErrorCode::InvalidArgument, "http_threads must be >= 1");
-  s.requests_family = &prometheus::BuildCounter()
-                           .Name("furiosa_serve_requests_total")
-                           .Help("Inference requests by model and outcome (success, failure, rejected: 429)")
-                           .Register(s.registry);
-  s.latency_family = &prometheus::BuildHistogram()
-                          .Name("furiosa_serve_request_duration_seconds")
-                          .Help("Time from admission to the inference's completion, by model")
-                          .Register(s.registry);
-  s.inflight_family = &prometheus::BuildGauge()
-                           .Name("furiosa_serve_inflight_requests")
-                           .Help("Inference requests admitted and not yet completed, by model")
-                           .Register(s.registry);
   for (auto& entry : scan_model_repository(s.options.model_repository)) {
-    auto model = std::make_unique<ServedModel>();
-    runtime::QueueOptions q;
-    q.device = entry.config.device;
-    q.worker_num = entry.config.worker_num;
-    q.batch_size = entry.config.batch_size;
-    // One more slot than admitted requests: submit() never blocks an HTTP thread.
-    q.input_queue_size = entry.config.max_inflight + 1;
-    q.output_queue_size = entry.config.max_inflight + 1;
-    try {
-      auto [submitter, receiver] = runtime::create_queue(entry.path, q);
-      model->model = submitter.model();
-      model->submitter.emplace(std::move(submitter));
-      model->receiver.emplace(std::move(receiver));
-    } catch (const Error& e) {
-      throw Error(e.code(), fmt::format("model '{}' ({}): {}", entry.name, entry.path.string(), e.message()), e.subject());
-    }
-    const std::map<std::string, std::string> labels = {{"model", entry.name}};
-    model->succeeded = &s.requests_family->Add({{"model", entry.name}, {"outcome", "success"}});
-    model->failed = &s.requests_family->Add({{"model", entry.name}, {"outcome", "failure"}});
-    model->rejected = &s.requests_family->Add({{"model", entry.name}, {"outcome", "rejected"}});
-    model->latency = &s.latency_family->Add(labels, latency_buckets());
-    model->inflight_gauge = &s.inflight_family->Add(labels);
-    ServedModel* raw = model.get();
-    model->receiver_thread = std::thread([raw] { raw->receive_loop(); });
-    s.log << fmt::format("model {} version {}: {} ({}, {} input(s), {} output(s), device {})\n", entry.name,
-                         entry.version, entry.path.string(), entry.platform, raw->model.inputs.size(),
-                         raw->model.outputs.size(), entry.config.device.empty() ? "default" : entry.config.device);
-    model->entry = std::move(entry);
-    s.models.emplace(model->entry.name, std::move(model));
+    auto model = std::make_unique<ModelService>(entry, s.metrics);
+    const auto& b = entry.config.dynamic_batching;
+    s.log << fmt::format("model {} version {}: {} ({}, {} input(s), {} output(s), device {}{})\n", entry.name,
+                         entry.version, entry.path.string(), entry.platform, model->model().inputs.size(),
+                         model->model().outputs.size(), entry.config.device.empty() ? "default" : entry.config.device,
+                         b ? fmt::format(", dynamic batching {} within {} us", b->max_batch_size,
+                                         b->max_queue_delay.count())
+                           : "");
+    s.models.emplace(entry.name, std::move(model));
   }
   s.log.flush();
 }
@@ -442,7 +361,12 @@ void InferenceServer::start() {
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("cannot listen on {}:{}: {}", s.options.host, s.options.http_port, ec.message()));
   }
+  if (s.options.grpc) {
+    s.grpc = std::make_unique<GrpcFrontend>(s.models, s.stopping);
+    s.grpc_port = s.grpc->start(s.options.host, s.options.grpc_port);
+  }
   s.log << fmt::format("HTTP: {}:{}\n", s.options.host, http_port());
+  if (s.grpc) s.log << fmt::format("gRPC: {}:{}\n", s.options.host, s.grpc_port);
   s.log.flush();
   s.work.emplace(s.ioc.get_executor());
   s.accept();
@@ -452,6 +376,8 @@ void InferenceServer::start() {
 std::uint16_t InferenceServer::http_port() const {
   return impl_->acceptor ? impl_->acceptor->local_endpoint().port() : 0;
 }
+
+std::uint16_t InferenceServer::grpc_port() const { return impl_->grpc_port; }
 
 void InferenceServer::shutdown() {
   if (impl_->stopping.exchange(true)) return;
@@ -471,7 +397,7 @@ void InferenceServer::wait() {
 
 std::vector<ModelEntry> InferenceServer::models() const {
   std::vector<ModelEntry> out;
-  for (const auto& [name, model] : impl_->models) out.push_back(model->entry);
+  for (const auto& [name, model] : impl_->models) out.push_back(model->entry());
   return out;
 }
 

@@ -143,6 +143,10 @@ InferRequest decode_infer_request(std::string_view body, std::optional<std::size
       if (!b->is_boolean()) bad_request("parameters.binary_data_output must be a boolean");
       out.binary_data_output = b->get<bool>();
     }
+    if (auto t = p->find("timeout_us"); t != p->end()) {
+      if (!t->is_number_integer() || t->get<std::int64_t>() < 1) bad_request("parameters.timeout_us must be an integer >= 1");
+      out.timeout_us = t->get<std::int64_t>();
+    }
   }
   auto inputs = request.find("inputs");
   if (inputs == request.end() || !inputs->is_array()) bad_request("\"inputs\" must be an array");

@@ -53,6 +53,12 @@ TEST_CASE("the model repository serves each model's highest version with its con
   CHECK(models[1].config.device == "npu0pe1");
   CHECK(models[1].config.worker_num == 3);
   CHECK(models[1].config.max_inflight == 7);
+  CHECK(!models[1].config.dynamic_batching);
+  write(repo / "mnist" / "config.json", R"({"dynamic_batching": {"max_batch_size": 16, "max_queue_delay_us": 250}})");
+  models = server::scan_model_repository(repo);
+  REQUIRE(models[1].config.dynamic_batching);
+  CHECK(models[1].config.dynamic_batching->max_batch_size == 16);
+  CHECK(models[1].config.dynamic_batching->max_queue_delay == std::chrono::microseconds(250));
   fs::remove_all(repo);
 }
 
@@ -80,6 +86,14 @@ TEST_CASE("bad model repositories are refused naming the file", "[server]") {
   }
   write(repo / "m" / "config.json", R"({"max_inflight": 0})");
   CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("\"max_inflight\" must be an integer >= 1"));
+  write(repo / "m" / "config.json", R"({"dynamic_batching": {"max_batch_size": 0}})");
+  CHECK_THROWS_WITH(server::scan_model_repository(repo),
+                    Catch::Contains("\"dynamic_batching.max_batch_size\" must be an integer >= 1"));
+  write(repo / "m" / "config.json", R"({"dynamic_batching": {"delay": 5}})");
+  CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("unknown key \"dynamic_batching.delay\""));
+  write(repo / "m" / "config.json", R"({"batch_size": 2, "dynamic_batching": {}})");
+  CHECK_THROWS_WITH(server::scan_model_repository(repo),
+                    Catch::Contains("config.json") && Catch::Contains("\"batch_size\" must be 1"));
   write(repo / "m" / "config.json", "[1, 2]");
   CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("not a JSON object"));
   fs::remove_all(repo);

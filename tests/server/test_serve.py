@@ -72,7 +72,7 @@ class Server:
 
     def __init__(self, repo):
         self.proc = subprocess.Popen([str(SERVE), "--model-repository", str(repo), "--host", "127.0.0.1",
-                                      "--http-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      "--http-port", "0", "--grpc-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
         self.lines = []
         deadline = time.monotonic() + 300

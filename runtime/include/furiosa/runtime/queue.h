@@ -49,6 +49,12 @@ class Submitter {
 
   /// The model's inputs and outputs.
   const Model& model() const;
+  /// Per device of the session, in device-list order, as Runner::device_health (executions
+  /// completed, faults, resets, ...). Thread-safe.
+  std::vector<DeviceHealth> device_health() const;
+  /// Host time spent in the model's host (CPU) operators, summed over every request since the
+  /// queue was created, in ns (wall time on the workers). Thread-safe.
+  std::uint64_t host_operator_ns() const;
   /// Queues one request; `inputs` are moved in, not copied. Blocks while input_queue_size
   /// requests are waiting for a worker. Throws Error(InvalidInput) naming the tensor (nothing is
   /// queued) and Error(SessionClosed) after close() of either side.

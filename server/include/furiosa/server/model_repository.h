@@ -3,15 +3,29 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace furiosa::server {
 
+/// Dynamic batching of one model (config.json "dynamic_batching"): requests whose inputs have
+/// batch dim 1 are combined, up to max_batch_size of them within max_queue_delay of the first,
+/// into one execution of the model compiled with batch max_batch_size. A batch not full when the
+/// delay expires is padded with zero rows (the compiled program's batch is fixed); the padding's
+/// outputs are dropped.
+struct DynamicBatching {
+  std::int64_t max_batch_size = 8;                        ///< requests per execution (>= 1)
+  std::chrono::microseconds max_queue_delay{1000};        ///< wait for a full batch, from its first request (>= 0)
+};
+
 /// Per-model serving options, read from MODEL_NAME/config.json (every key optional):
-///   {"device": "npu0pe0", "worker_num": 2, "batch_size": 1, "max_inflight": 64}
+///   {"device": "npu0pe0", "worker_num": 2, "batch_size": 1, "max_inflight": 64,
+///    "dynamic_batching": {"max_batch_size": 8, "max_queue_delay_us": 1000}}
+/// dynamic_batching excludes a batch_size other than 1 (refused naming the file).
 struct ModelConfig {
   /// Device spec (FuriosaAI syntax, device/device_spec.h); "" = the runtime's default
   /// (FURIOSA_DEVICES, else NPU_DEVNAME, else warboy(2)*1).
@@ -21,6 +35,8 @@ struct ModelConfig {
   /// Requests of this model admitted at once (submitted, not yet answered); more are answered
   /// 429 / RESOURCE_EXHAUSTED at once (>= 1).
   std::size_t max_inflight = 64;
+  /// Dynamic batching; nullopt = every request is its own execution.
+  std::optional<DynamicBatching> dynamic_batching;
 };
 
 /// One servable model: the highest numeric VERSION folder of MODEL_NAME holding a model file.

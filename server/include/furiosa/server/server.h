@@ -18,11 +18,17 @@ struct ServerOptions {
   std::filesystem::path model_repository;  ///< MODEL_NAME/VERSION/model.* (model_repository.h)
   std::string host = "0.0.0.0";           ///< address to listen on
   std::uint16_t http_port = 8000;          ///< 0 = any free port (see http_port())
+  std::uint16_t grpc_port = 8001;          ///< 0 = any free port (see grpc_port())
+  bool grpc = true;                        ///< serve gRPC (inference.GRPCInferenceService) too
+  /// How long shutdown waits for gRPC calls in progress before cancelling them (seconds).
+  double grpc_shutdown_grace_s = 60;
   int http_threads = 2;                    ///< threads running the HTTP connections (>= 1)
   std::size_t max_body_bytes = 256u << 20;  ///< larger request bodies are answered 413
 };
 
-/// The server. Routes (required_api.md "HTTP/REST"):
+/// The server: HTTP/REST and gRPC (server/proto/grpc_predict_v2.proto) front ends over one
+/// transport-independent core per model (queue, admission, deadlines, dynamic batching, metrics).
+/// HTTP routes (required_api.md "HTTP/REST"):
 ///   GET  /v2/health/live, /v2/health/ready                 200 or 400/503
 ///   GET  /v2                                               server metadata
 ///   GET  /v2/models/NAME[/versions/V][/ready]              model metadata / readiness
@@ -30,8 +36,10 @@ struct ServerOptions {
 ///   GET  /metrics                                          Prometheus text format
 /// Inference answers: 200, 400 (bad request; the message names the tensor), 404 (unknown model
 /// or version), 429 (max_inflight requests of that model already admitted: rejected at once),
-/// 500 (the request's device or runtime error), 503 (shutting down). Every request gets exactly
-/// one answer.
+/// 500 (the request's device or runtime error), 503 (shutting down), 504 (the request's deadline,
+/// parameters.timeout_us, passed before it was submitted; or DeviceTimeout). gRPC answers the same
+/// cases INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE and
+/// DEADLINE_EXCEEDED (the client's deadline). Every request gets exactly one answer.
 ///
 /// Thread-safety: start(), wait() and shutdown() may be called from any thread; shutdown() is
 /// idempotent. The destructor shuts down and waits.
@@ -45,18 +53,22 @@ class InferenceServer {
   InferenceServer(const InferenceServer&) = delete;
   InferenceServer& operator=(const InferenceServer&) = delete;
 
-  /// Binds and listens, starts the HTTP threads and prints "HTTP: ADDR:PORT" to the log. Throws
-  /// Error(InvalidArgument) naming the address when it cannot listen there.
+  /// Binds and listens, starts the HTTP threads and the gRPC server and prints "HTTP: ADDR:PORT"
+  /// and "gRPC: ADDR:PORT" to the log. Throws Error(InvalidArgument) naming the address when it
+  /// cannot listen there.
   void start();
   /// The bound HTTP port (after start()).
   std::uint16_t http_port() const;
+  /// The bound gRPC port (after start(); 0 when gRPC is off).
+  std::uint16_t grpc_port() const;
   /// Graceful shutdown: stops accepting connections, answers requests already received
   /// (in-flight inferences complete), then stops the threads. Returns at once; wait() blocks
   /// until done. Idempotent; safe from any thread (not from a signal handler: furiosa-serve
   /// waits for SIGTERM with sigwait on its main thread and calls it there).
   void shutdown();
   /// Blocks until the server has shut down (after shutdown(); or at once when never started):
-  /// joins the HTTP threads and drains every model's queue.
+  /// waits for gRPC calls in progress (at most grpc_shutdown_grace_s), joins the HTTP threads and
+  /// drains every model's queue.
   void wait();
 
   /// The models served.

@@ -32,6 +32,9 @@ struct InferRequest {
   /// Output name -> binary_data requested for it (absent: the request-level default).
   std::vector<std::pair<std::string, bool>> binary_outputs;
   bool binary_data_output = false;     ///< request parameters.binary_data_output
+  /// Request parameters.timeout_us: the request's deadline, microseconds after it was received
+  /// (> 0); nullopt = none. Past it the request is answered 504 instead of being submitted.
+  std::optional<std::int64_t> timeout_us;
 };
 
 /// Decodes the body of POST .../infer for a model with inputs `model_inputs`. `header_length` is

@@ -1,0 +1,43 @@
+// furiosa-serve's gRPC front end: inference.GRPCInferenceService (server/proto/grpc_predict_v2.proto,
+// the KServe proto) on grpc++'s callback API, in front of the same ModelServices as HTTP.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "model_service.h"
+
+namespace furiosa::server {
+
+/// The gRPC server. ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata and
+/// ModelInfer (typed `contents` or `raw_input_contents`; outputs come back raw when the inputs
+/// were raw, else typed); RepositoryModelLoad/Unload answer UNIMPLEMENTED. No thread is held per
+/// request: an inference's answer is sent from the model's completion. Thread-safe.
+class GrpcFrontend {
+ public:
+  /// `models` and `stopping` are borrowed and must outlive the front end; once `stopping` is
+  /// true, inference and readiness calls are answered UNAVAILABLE.
+  GrpcFrontend(const std::map<std::string, std::unique_ptr<ModelService>>& models, const std::atomic<bool>& stopping);
+  /// shutdown(now).
+  ~GrpcFrontend();
+  GrpcFrontend(const GrpcFrontend&) = delete;
+  GrpcFrontend& operator=(const GrpcFrontend&) = delete;
+
+  /// Listens on host:port (0 = any free port) and starts serving. Returns the bound port. Throws
+  /// Error(InvalidArgument) naming the address when it cannot listen there.
+  std::uint16_t start(const std::string& host, std::uint16_t port);
+  /// Stops accepting calls and waits until every call in progress is answered or `deadline`
+  /// passes (then they are cancelled). Blocks; idempotent.
+  void shutdown(Clock::time_point deadline);
+
+  /// The grpc++ service and server (grpc_frontend.cpp), kept out of this header.
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace furiosa::server

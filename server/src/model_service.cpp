@@ -1,0 +1,326 @@
+// ModelService (model_service.h): admission, deadlines, dynamic batching (pad to the compiled
+// batch, split the outputs back) and the per-model metrics, in front of one runtime queue.
+#include "model_service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <any>
+#include <cstring>
+
+#include "furiosa/core/error.h"
+
+namespace furiosa::server {
+namespace {
+
+/// Latency buckets in seconds: 100 us .. 10 s.
+prometheus::Histogram::BucketBoundaries latency_buckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+}
+
+/// Queue-time buckets in seconds: 10 us .. 1 s.
+prometheus::Histogram::BucketBoundaries queue_buckets() {
+  return {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1};
+}
+
+/// Batch-size buckets: 1, 2, 4, ... 256 requests.
+prometheus::Histogram::BucketBoundaries batch_buckets() { return {1, 2, 4, 8, 16, 32, 64, 128, 256}; }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+ServiceMetrics::ServiceMetrics(prometheus::Registry& registry)
+    : requests(prometheus::BuildCounter()
+                   .Name("furiosa_serve_requests_total")
+                   .Help("Inference requests by model and outcome (success, failure, rejected: 429 / RESOURCE_EXHAUSTED)")
+                   .Register(registry)),
+      failures(prometheus::BuildCounter()
+                   .Name("furiosa_serve_request_failures_total")
+                   .Help("Inference requests answered with an error, by model and reason (invalid_argument, "
+                         "resource_exhausted, unavailable, deadline_exceeded, internal)")
+                   .Register(registry)),
+      latency(prometheus::BuildHistogram()
+                  .Name("furiosa_serve_request_duration_seconds")
+                  .Help("Time from admission to the inference's completion, by model")
+                  .Register(registry)),
+      queue_time(prometheus::BuildHistogram()
+                     .Name("furiosa_serve_queue_duration_seconds")
+                     .Help("Time from admission to submission to the runtime queue (batching wait included), by model")
+                     .Register(registry)),
+      batch_size(prometheus::BuildHistogram()
+                     .Name("furiosa_serve_batch_size")
+                     .Help("Requests per runtime submission (padding rows not counted), by model")
+                     .Register(registry)),
+      inflight(prometheus::BuildGauge()
+                   .Name("furiosa_serve_inflight_requests")
+                   .Help("Inference requests admitted and not yet completed, by model")
+                   .Register(registry)),
+      npu_executions(prometheus::BuildCounter()
+                         .Name("furiosa_npu_executions_total")
+                         .Help("Executions completed on the device (PE or fused PEs), as the runtime counts them")
+                         .Register(registry)),
+      npu_busy(prometheus::BuildCounter()
+                   .Name("furiosa_npu_busy_seconds_total")
+                   .Help("Device time of the completed executions (Load start to Store end); its rate is the "
+                         "device's utilisation")
+                   .Register(registry)),
+      host_operators(prometheus::BuildCounter()
+                         .Name("furiosa_host_operator_seconds_total")
+                         .Help("Host (CPU) operator time of the model's requests, wall time on the runtime's workers")
+                         .Register(registry)) {}
+
+/// The requests of one runtime submission (1, or up to the batch with dynamic batching).
+struct ModelService::Submission {
+  std::vector<BatchItem> items;
+};
+
+ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(std::move(entry)), metrics_(metrics) {
+  const auto& config = entry_.config;
+  runtime::QueueOptions q;
+  q.device = config.device;
+  q.worker_num = config.worker_num;
+  q.batch_size = config.batch_size;
+  // One more slot than admitted requests: submit() never blocks a front-end thread.
+  q.input_queue_size = config.max_inflight + 1;
+  q.output_queue_size = config.max_inflight + 1;
+  try {
+    if (config.dynamic_batching) {
+      batch_ = config.dynamic_batching->max_batch_size;
+      // The request's view: the model at batch 1. Every input and output must carry batch dim 1
+      // there and batch_ at the batched compile, or rows could not be stacked and split.
+      runtime::SessionOptions one = q;
+      one.batch_size = 1;
+      request_model_ = runtime::describe_model(entry_.path, one);
+      q.batch_size = batch_;
+    }
+    auto [submitter, receiver] = runtime::create_queue(entry_.path, q);
+    if (!config.dynamic_batching) request_model_ = submitter.model();
+    else {
+      const auto& batched = submitter.model();
+      auto check = [&](const std::vector<runtime::TensorDesc>& one, const std::vector<runtime::TensorDesc>& many,
+                       const char* kind) {
+        if (one.size() != many.size()) throw Error(ErrorCode::IncompatibleModel, "the batched compile changed the signature");
+        for (std::size_t i = 0; i < one.size(); ++i) {
+          Shape rest = many[i].shape;
+          if (!rest.empty()) rest[0] = 1;
+          if (one[i].shape.empty() || one[i].shape[0] != 1 || many[i].shape[0] != batch_ || rest != one[i].shape) {
+            throw Error(ErrorCode::IncompatibleModel,
+                        fmt::format("dynamic_batching needs batch dim 1 on every input and output; {} '{}' has shape "
+                                    "{} at batch 1 and {} at batch {}",
+                                    kind, one[i].name, shape_to_string(one[i].shape), shape_to_string(many[i].shape),
+                                    batch_),
+                        ErrorSubject::of_tensor(one[i].name));
+          }
+        }
+      };
+      check(request_model_.inputs, batched.inputs, "input");
+      check(request_model_.outputs, batched.outputs, "output");
+    }
+    submitter_.emplace(std::move(submitter));
+    receiver_.emplace(std::move(receiver));
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("model '{}' ({}): {}", entry_.name, entry_.path.string(), e.message()), e.subject());
+  }
+  const std::map<std::string, std::string> labels = {{"model", entry_.name}};
+  succeeded_ = &metrics_.requests.Add({{"model", entry_.name}, {"outcome", "success"}});
+  failed_ = &metrics_.requests.Add({{"model", entry_.name}, {"outcome", "failure"}});
+  rejected_ = &metrics_.requests.Add({{"model", entry_.name}, {"outcome", "rejected"}});
+  for (auto s : {ServeStatus::InvalidArgument, ServeStatus::ResourceExhausted, ServeStatus::Unavailable,
+                 ServeStatus::DeadlineExceeded, ServeStatus::Internal}) {
+    failure_counter(s);  // every reason exported from the start, at 0
+  }
+  latency_ = &metrics_.latency.Add(labels, latency_buckets());
+  queue_time_ = &metrics_.queue_time.Add(labels, queue_buckets());
+  batch_size_ = &metrics_.batch_size.Add(labels, batch_buckets());
+  inflight_gauge_ = &metrics_.inflight.Add(labels);
+  if (config.dynamic_batching) {
+    batcher_ = std::make_unique<Batcher>(static_cast<std::size_t>(batch_), config.dynamic_batching->max_queue_delay,
+                                         [this](std::vector<BatchItem>& group) { submit_now(group); });
+  }
+  receiver_thread_ = std::thread([this] { receive_loop(); });
+}
+
+ModelService::~ModelService() { close(); }
+
+prometheus::Counter& ModelService::failure_counter(ServeStatus status) {
+  return metrics_.failures.Add({{"model", entry_.name}, {"reason", std::string(reason_label(status))}});
+}
+
+void ModelService::count_failure(ServeStatus status) {
+  if (status == ServeStatus::Ok) return;
+  failure_counter(status).Increment();
+}
+
+void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completion done) {
+  const auto admitted = Clock::now();
+  if (deadline && *deadline <= admitted) {
+    failed_->Increment();
+    count_failure(ServeStatus::DeadlineExceeded);
+    throw ServeError(ServeStatus::DeadlineExceeded,
+                     fmt::format("model '{}': the request's deadline passed before it was submitted", entry_.name));
+  }
+  // Admission: at most max_inflight requests of this model at once; the rest are answered now.
+  if (inflight_.fetch_add(1) >= entry_.config.max_inflight) {
+    inflight_.fetch_sub(1);
+    rejected_->Increment();
+    count_failure(ServeStatus::ResourceExhausted);
+    throw ServeError(ServeStatus::ResourceExhausted,
+                     fmt::format("model '{}' has {} requests in flight (max_inflight)", entry_.name,
+                                 entry_.config.max_inflight));
+  }
+  inflight_gauge_->Increment();
+  // Every admitted request ends here, exactly once: metrics, then the front end's completion.
+  Completion finish = [this, admitted, done = std::move(done)](std::vector<Tensor> outputs, std::exception_ptr error) {
+    inflight_.fetch_sub(1);
+    inflight_gauge_->Decrement();
+    latency_->Observe(seconds_since(admitted));
+    if (error) {
+      failed_->Increment();
+      count_failure(status_of(error));
+    } else {
+      succeeded_->Increment();
+    }
+    done(std::move(outputs), error);
+  };
+  BatchItem item{std::move(inputs), deadline, admitted, std::move(finish)};
+  if (batcher_) {
+    for (std::size_t i = 0; i < request_model_.inputs.size(); ++i) {
+      if (item.inputs.size() != request_model_.inputs.size() || item.inputs[i].shape() != request_model_.inputs[i].shape || item.inputs[i].dtype() != request_model_.inputs[i].dtype) {
+        inflight_.fetch_sub(1);
+        inflight_gauge_->Decrement();
+        failed_->Increment();
+        count_failure(ServeStatus::InvalidArgument);
+        throw Error(ErrorCode::InvalidInput,
+                    fmt::format("input '{}': shape {} given, the model expects {}", request_model_.inputs[i].name,
+                                item.inputs.size() == request_model_.inputs.size() ? shape_to_string(item.inputs[i].shape()) : "(input count differs)", shape_to_string(request_model_.inputs[i].shape)),
+                    ErrorSubject::of_tensor(request_model_.inputs[i].name));
+      }
+    }
+    try {
+      batcher_->add(std::move(item));
+    } catch (...) {
+      inflight_.fetch_sub(1);
+      inflight_gauge_->Decrement();
+      failed_->Increment();
+      count_failure(ServeStatus::Unavailable);
+      throw;
+    }
+    return;
+  }
+  std::vector<BatchItem> group;
+  group.push_back(std::move(item));
+  auto submission = std::make_shared<Submission>();
+  queue_time_->Observe(seconds_since(admitted));
+  batch_size_->Observe(1);
+  std::vector<Tensor> batch_inputs = std::move(group.front().inputs);
+  submission->items = std::move(group);
+  try {
+    submitter_->submit(std::move(batch_inputs), std::any(submission));
+  } catch (...) {
+    // Not queued: the completion will never run, so the caller answers.
+    inflight_.fetch_sub(1);
+    inflight_gauge_->Decrement();
+    failed_->Increment();
+    count_failure(status_of(std::current_exception()));
+    throw;
+  }
+}
+
+void ModelService::submit_now(std::vector<BatchItem>& group) {
+  // Stack the requests' rows into the compiled batch; rows past group.size() stay zero (padding).
+  const auto& descs = submitter_->model().inputs;
+  std::vector<Tensor> inputs;
+  inputs.reserve(descs.size());
+  for (std::size_t k = 0; k < descs.size(); ++k) {
+    Tensor t(descs[k].dtype, descs[k].shape);
+    const std::size_t row = t.size_bytes() / static_cast<std::size_t>(batch_);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      std::memcpy(t.bytes().data() + i * row, group[i].inputs[k].bytes().data(), row);
+    }
+    inputs.push_back(std::move(t));
+  }
+  batch_size_->Observe(static_cast<double>(group.size()));
+  for (const auto& item : group) queue_time_->Observe(seconds_since(item.admitted));
+  auto submission = std::make_shared<Submission>();
+  submission->items = std::move(group);
+  try {
+    submitter_->submit(std::move(inputs), std::any(submission));
+  } catch (...) {
+    const auto error = std::current_exception();
+    for (auto& item : submission->items) item.done({}, error);
+  }
+}
+
+void ModelService::receive_loop() {
+  for (;;) {
+    runtime::QueueResult result;
+    try {
+      result = receiver_->recv();
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::SessionTerminated || e.code() == ErrorCode::SessionClosed) return;
+      continue;  // QueueWaitTimeout after a year: keep waiting
+    }
+    auto submission = std::any_cast<std::shared_ptr<Submission>>(result.context);
+    auto& items = submission->items;
+    if (result.error || !batcher_) {
+      // Unbatched: one request. Batched and failed: every request of the batch gets the error.
+      for (auto& item : items) item.done(result.error ? std::vector<Tensor>{} : std::move(result.outputs), result.error);
+      continue;
+    }
+    // Split each output's rows back to the requests (padding rows dropped).
+    std::vector<std::vector<Tensor>> per_request(items.size());
+    std::exception_ptr error;
+    try {
+      for (std::size_t k = 0; k < result.outputs.size(); ++k) {
+        const Tensor& out = result.outputs[k];
+        const std::size_t row = out.size_bytes() / static_cast<std::size_t>(batch_);
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          const auto* begin = out.bytes().data() + i * row;
+          per_request[i].emplace_back(out.dtype(), request_model_.outputs.at(k).shape,
+                                      std::vector<std::byte>(begin, begin + row));
+        }
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      items[i].done(error ? std::vector<Tensor>{} : std::move(per_request[i]), error);
+    }
+  }
+}
+
+void ModelService::update_device_metrics() {
+  if (!submitter_) return;
+  std::vector<runtime::DeviceHealth> health;
+  std::uint64_t host_ns = 0;
+  try {
+    health = submitter_->device_health();
+    host_ns = submitter_->host_operator_ns();
+  } catch (...) {
+    return;
+  }
+  std::lock_guard lock(device_mutex_);
+  auto& host = metrics_.host_operators.Add({{"model", entry_.name}});
+  if (host_ns > host_operator_seen_ns_) host.Increment(static_cast<double>(host_ns - host_operator_seen_ns_) * 1e-9);
+  host_operator_seen_ns_ = std::max(host_operator_seen_ns_, host_ns);
+  for (const auto& d : health) {
+    auto& [executions, busy_ns] = device_seen_[d.device_file];
+    auto& e = metrics_.npu_executions.Add({{"device", d.device_file}});
+    auto& b = metrics_.npu_busy.Add({{"device", d.device_file}});
+    if (d.completed > executions) e.Increment(static_cast<double>(d.completed - executions));
+    if (d.busy_ns > busy_ns) b.Increment(static_cast<double>(d.busy_ns - busy_ns) * 1e-9);
+    executions = std::max(executions, d.completed);
+    busy_ns = std::max(busy_ns, d.busy_ns);
+  }
+}
+
+void ModelService::close() {
+  std::call_once(close_once_, [this] {
+    if (batcher_) batcher_->close();  // hands on what is queued
+    if (submitter_) submitter_->close();
+    if (receiver_thread_.joinable()) receiver_thread_.join();
+  });
+}
+
+}  // namespace furiosa::server

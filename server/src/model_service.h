@@ -1,0 +1,109 @@
+// The transport-independent serving core of one model: its runtime queue and receiver thread,
+// admission control (max_inflight), deadlines, dynamic batching and the model's Prometheus
+// series. The HTTP (server.cpp) and gRPC (grpc_frontend.cpp) front ends decode a request, call
+// infer() and encode whatever the completion gets.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "batcher.h"
+#include "furiosa/runtime/queue.h"
+#include "furiosa/server/model_repository.h"
+#include "serve_error.h"
+
+namespace furiosa::server {
+
+/// The metric families every model adds its series to, registered once per server in `registry`
+/// (which must outlive them). Names and help texts: docs/serving.md "Metrics".
+struct ServiceMetrics {
+  /// Registers the families. Throws what prometheus-cpp throws for a duplicate name.
+  explicit ServiceMetrics(prometheus::Registry& registry);
+  prometheus::Family<prometheus::Counter>& requests;        ///< {model, outcome}
+  prometheus::Family<prometheus::Counter>& failures;        ///< {model, reason}
+  prometheus::Family<prometheus::Histogram>& latency;       ///< {model} seconds, admission -> completion
+  prometheus::Family<prometheus::Histogram>& queue_time;    ///< {model} seconds, admission -> submit
+  prometheus::Family<prometheus::Histogram>& batch_size;    ///< {model} requests per execution
+  prometheus::Family<prometheus::Gauge>& inflight;          ///< {model}
+  prometheus::Family<prometheus::Counter>& npu_executions;  ///< {device} completed executions
+  prometheus::Family<prometheus::Counter>& npu_busy;        ///< {device} seconds of device time
+  prometheus::Family<prometheus::Counter>& host_operators;  ///< {model} seconds in host operators
+};
+
+/// One served model. Thread-safe: infer() from any thread; completions run on the model's
+/// receiver thread (or the batcher's thread, for requests that expire there).
+class ModelService {
+ public:
+  /// Compiles the model and opens its device (runtime::create_queue); with dynamic batching it is
+  /// compiled with batch max_batch_size after checking that every input and output has batch
+  /// dim 1 at batch 1 and max_batch_size at the batched compile. Throws the runtime's errors and
+  /// Error(IncompatibleModel) for a model that cannot be batched, each naming the model.
+  ModelService(ModelEntry entry, ServiceMetrics& metrics);
+  /// close().
+  ~ModelService();
+  ModelService(const ModelService&) = delete;
+  ModelService& operator=(const ModelService&) = delete;
+
+  /// The repository entry.
+  const ModelEntry& entry() const noexcept { return entry_; }
+  /// Inputs and outputs of one request (batch dim 1 for a batched model).
+  const runtime::Model& model() const noexcept { return request_model_; }
+
+  /// Admits one request with inputs validated against model() and submits it (or queues it in the
+  /// batcher). When it returns, `done` will run exactly once. Throws, without ever running `done`
+  /// (the caller answers): ServeError(ResourceExhausted) when max_inflight requests are admitted,
+  /// ServeError(DeadlineExceeded) when `deadline` has passed, Error(InvalidInput) for inputs the
+  /// runtime refuses, Error(SessionClosed) / ServeError(Unavailable) after close().
+  void infer(std::vector<Tensor> inputs, Deadline deadline, Completion done);
+  /// Counts a request answered with an error before it reached infer() (e.g. a decode error).
+  void count_failure(ServeStatus status);
+  /// Refreshes furiosa_npu_executions_total, furiosa_npu_busy_seconds_total and
+  /// furiosa_host_operator_seconds_total from the runtime's counters (Submitter::device_health,
+  /// host_operator_ns). Thread-safe.
+  void update_device_metrics();
+  /// Stops the batcher (queued requests are still submitted), closes the submitter and joins the
+  /// receiver thread once every submitted request has completed. Idempotent.
+  void close();
+
+ private:
+  struct Submission;
+  void submit_now(std::vector<BatchItem>& group);
+  void receive_loop();
+  prometheus::Counter& failure_counter(ServeStatus status);
+
+  ModelEntry entry_;
+  ServiceMetrics& metrics_;
+  runtime::Model request_model_;
+  std::int64_t batch_ = 1;  ///< the compiled batch (dynamic batching's max_batch_size, else 1)
+  std::optional<runtime::Submitter> submitter_;
+  std::optional<runtime::Receiver> receiver_;
+  std::unique_ptr<Batcher> batcher_;
+  std::thread receiver_thread_;
+  std::atomic<std::size_t> inflight_{0};
+  std::once_flag close_once_;
+
+  prometheus::Counter* succeeded_ = nullptr;
+  prometheus::Counter* failed_ = nullptr;
+  prometheus::Counter* rejected_ = nullptr;
+  prometheus::Histogram* latency_ = nullptr;
+  prometheus::Histogram* queue_time_ = nullptr;
+  prometheus::Histogram* batch_size_ = nullptr;
+  prometheus::Gauge* inflight_gauge_ = nullptr;
+  std::mutex device_mutex_;
+  /// Executions and busy ns already counted, by device.
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> device_seen_;
+  std::uint64_t host_operator_seen_ns_ = 0;  ///< host operator ns already counted
+};
+
+}  // namespace furiosa::server
