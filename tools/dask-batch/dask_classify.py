@@ -16,6 +16,7 @@ per device. Importable: `classify(client, model, devices, ...)` (tests/deploy/te
 
 import argparse
 import gzip
+import os
 import pathlib
 import sys
 import threading
@@ -167,16 +168,27 @@ def main():
 
     from distributed import Client, LocalCluster
 
+    # The tasks must run this file's functions as the module `dask_classify`, not as __main__:
+    # cloudpickle would ship __main__'s functions by value with a copy of _RUNNERS each time, so a
+    # task would never see the Runner its worker opened.
+    here = str(pathlib.Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import dask_classify as module
+
     devices = [d.strip() for d in args.devices.split(",") if d.strip()]
     if args.scheduler:
         client, cluster = Client(args.scheduler), None
+        client.upload_file(module.__file__)  # the workers import it from there
     else:
+        # Local worker processes find the module (and furiosa.runtime) through PYTHONPATH.
+        os.environ["PYTHONPATH"] = os.pathsep.join([here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
         cluster = LocalCluster(n_workers=len(devices), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None)
         client = Client(cluster)
     try:
-        r = classify(client, args.model, devices, dataset_dir=args.dataset_dir, chunk_size=args.chunk_size,
-                     worker_num=args.worker_num)
+        r = module.classify(client, args.model, devices, dataset_dir=args.dataset_dir,
+                            chunk_size=args.chunk_size, worker_num=args.worker_num)
     finally:
         client.close()
         if cluster is not None:
