@@ -129,7 +129,7 @@ def server(tmp_path_factory):
     (repo / "mnist" / "1").mkdir(parents=True)
     (repo / "mnist" / "1" / "model.onnx").symlink_to(mnist_model())
     (repo / "mnist" / "config.json").write_text(json.dumps({"device": "npu0pe0"}))
-    s = Server([str(SERVE), "--model-repository", str(repo), "--host", "127.0.0.1", "--http-port", "0"])
+    s = Server([str(SERVE), "--model-repository", str(repo), "--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0"])
     yield s
     assert s.stop() == 0, "".join(s.lines)
 
@@ -194,6 +194,7 @@ def test_dockerfile_entrypoint_flags_exist(serve_flags):
     used = flags_of(entry + cmd)
     assert used <= serve_flags, f"flags not in furiosa-serve --help: {used - serve_flags}"
     assert cmd[cmd.index("--http-port") + 1] == "8000"
+    assert cmd[cmd.index("--grpc-port") + 1] == "8001"
 
 
 def test_dockerfile_healthcheck_passes_against_server(server):
@@ -237,6 +238,7 @@ def test_deployment_probes_ports_and_volume(manifests, serve_flags, server):
     args = c["args"]
     assert flags_of(args) <= serve_flags, f"flags not in furiosa-serve --help: {flags_of(args) - serve_flags}"
     assert int(args[args.index("--http-port") + 1]) == ports["http"]
+    assert int(args[args.index("--grpc-port") + 1]) == ports["grpc"]
     for probe, path in (("readinessProbe", "/v2/health/ready"), ("livenessProbe", "/v2/health/live"),
                         ("startupProbe", "/v2/health/live")):
         get = c[probe]["httpGet"]
@@ -302,7 +304,8 @@ def test_kserve_container_serves_model_under_isvc_name(manifests, serve_flags, t
     (mnt / "config.json").write_text(json.dumps({"device": "npu0pe1"}))
     name = isvc["metadata"]["name"]
     args = [a.replace("{{.Name}}", name).replace("/mnt/models", str(mnt)) for a in c["args"]]
-    args = [re.sub(r"^--http-port=\d+$", "--http-port=0", a).replace("--host=0.0.0.0", "--host=127.0.0.1")
+    assert any(a.startswith("--grpc-port=") for a in args), args
+    args = [re.sub(r"^--(http|grpc)-port=\d+$", r"--\1-port=0", a).replace("--host=0.0.0.0", "--host=127.0.0.1")
             for a in args]
     passed = {a.split("=", 1)[0] for a in args if a.startswith("--")} - {"--model-name", "--model-dir"}
     assert passed <= serve_flags, f"flags not in furiosa-serve --help: {passed - serve_flags}"
@@ -335,7 +338,7 @@ def test_kserve_wrapper_serves_a_repository_as_is(tmp_path):
     (repo / "digits" / "3" / "model.onnx").symlink_to(mnist_model())
     (repo / "digits" / "config.json").write_text(json.dumps({"device": "npu0pe1"}))
     s = Server([str(DEPLOY / "furiosa-serve-kserve"), "--model-name", "ignored", "--model-dir", str(repo),
-                "--host", "127.0.0.1", "--http-port", "0"], env=dict(os.environ, FURIOSA_SERVE=str(SERVE)))
+                "--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0"], env=dict(os.environ, FURIOSA_SERVE=str(SERVE)))
     try:
         assert requests.get(f"{s.url}/v2/models/digits/versions/3", timeout=10).status_code == 200
         assert requests.get(f"{s.url}/v2/models/ignored", timeout=10).status_code == 404

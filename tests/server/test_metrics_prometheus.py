@@ -68,7 +68,7 @@ def test_metrics_pass_promtool_and_are_scraped_by_prometheus(tmp_path):
     procs = []
     try:
         server = subprocess.Popen([str(serve), "--model-repository", str(repo), "--host", "127.0.0.1",
-                                   "--http-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                   "--http-port", "0", "--grpc-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append(server)
         lines, url = [], None
         for line in server.stdout:

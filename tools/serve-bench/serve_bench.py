@@ -75,7 +75,7 @@ def main():
         (version / f"model{model.suffix}").symlink_to(model)
         (pathlib.Path(tmp) / "m" / "config.json").write_text(json.dumps(
             {"device": args.device, "worker_num": args.workers, "max_inflight": max(64, args.clients)}))
-        proc = subprocess.Popen([args.serve, "--model-repository", tmp, "--host", "127.0.0.1", "--http-port", "0"],
+        proc = subprocess.Popen([args.serve, "--model-repository", tmp, "--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0"],
                                 stdout=subprocess.PIPE, text=True)
         url = None
         for line in proc.stdout:
