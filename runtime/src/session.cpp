@@ -418,6 +418,13 @@ void Session::submit_npu(const std::shared_ptr<Request>& req, int index) {
 
 void Session::fence_stage(std::shared_ptr<Request> req) {
   DeviceSlot& dev = *req->device;
+  if (req->forced_error) {
+    // The watchdog's request (its fence was failed inside the reset) completes only after the
+    // reset's bookkeeping -- the resets counter and the DeviceReset / DeviceLost instant event --
+    // so a caller that has its DeviceTimeout also finds them.
+    std::unique_lock lock(dev.mu);
+    dev.cv.wait(lock, [&] { return !dev.resetting; });
+  }
   const std::shared_ptr<device::Fence> fence = std::move(req->fence);
   req->device = nullptr;
   dev.in_flight.fetch_sub(1);
@@ -572,6 +579,7 @@ void Session::check_device(DeviceSlot& dev) {
   } catch (...) {
     reset_error = std::current_exception();
   }
+  record_device_event(prof, dev, reset_error ? "DeviceLost" : "DeviceReset", "");
   std::deque<std::shared_ptr<Request>> stranded;
   {
     std::lock_guard lock(dev.mu);
@@ -597,7 +605,6 @@ void Session::check_device(DeviceSlot& dev) {
     }
   }
   dev.cv.notify_all();
-  record_device_event(prof, dev, reset_error ? "DeviceLost" : "DeviceReset", "");
   // A device that could not be reset will not signal its fences: its requests complete now.
   for (auto& r : stranded) boost::asio::post(*fence_waiter_, [this, r] { fence_stage(r); });
 }
