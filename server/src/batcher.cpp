@@ -70,6 +70,7 @@ void Batcher::close() {
     closed_ = true;
   }
   cv_.notify_one();
+  std::lock_guard join_lock(join_mutex_);
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 

@@ -47,7 +47,7 @@ class Batcher {
   /// caller answers it).
   void add(BatchItem item);
   /// Hands on every queued request without waiting for the delay, then stops and joins the
-  /// thread. Idempotent.
+  /// thread. Idempotent; may be called from several threads at once (all return after the join).
   void close();
   /// Requests queued, not yet handed on.
   std::size_t pending() const;
@@ -62,6 +62,7 @@ class Batcher {
   std::condition_variable cv_;
   std::deque<BatchItem> queue_;
   bool closed_ = false;
+  std::mutex join_mutex_;  ///< serializes the join of concurrent close() calls
   std::thread thread_;
 };
 

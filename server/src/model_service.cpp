@@ -315,6 +315,10 @@ void ModelService::update_device_metrics() {
   }
 }
 
+void ModelService::stop_batching() {
+  if (batcher_) batcher_->close();  // hands on what is queued, then stops its thread
+}
+
 void ModelService::close() {
   std::call_once(close_once_, [this] {
     if (batcher_) batcher_->close();  // hands on what is queued

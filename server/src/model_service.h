@@ -72,6 +72,11 @@ class ModelService {
   /// furiosa_host_operator_seconds_total from the runtime's counters (Submitter::device_health,
   /// host_operator_ns). Thread-safe.
   void update_device_metrics();
+  /// Stops batching: what the batcher holds is submitted at once instead of after its queue
+  /// delay, and later infer() calls of a batched model throw ServeError(Unavailable). The first
+  /// step of a graceful shutdown, so that in-flight requests do not wait out the delay.
+  /// Idempotent; thread-safe.
+  void stop_batching();
   /// Stops the batcher (queued requests are still submitted), closes the submitter and joins the
   /// receiver thread once every submitted request has completed. Idempotent.
   void close();

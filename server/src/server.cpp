@@ -382,6 +382,9 @@ std::uint16_t InferenceServer::grpc_port() const { return impl_->grpc_port; }
 void InferenceServer::shutdown() {
   if (impl_->stopping.exchange(true)) return;
   if (impl_->threads.empty()) return;  // never started
+  // Requests held by a dynamic batcher go to the device now rather than after its queue delay
+  // (up to 60 s): the drain below and gRPC's shutdown wait for them to be answered.
+  for (auto& [name, model] : impl_->models) model->stop_batching();
   asio::post(impl_->ioc, [s = impl_.get()] {
     beast::error_code ec;
     if (s->acceptor) s->acceptor->close(ec);

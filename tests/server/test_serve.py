@@ -307,3 +307,47 @@ def test_sigterm_answers_requests_in_flight(references, tmp_path):
     assert code == 0, "".join(s.lines)
     assert results == [(200, True)] * n, results
     assert "shutting down (SIGTERM)" in "".join(s.lines)
+
+
+def test_sigterm_answers_200_requests_in_flight(references, tmp_path):
+    """200 requests in flight at SIGTERM -- held in mnist's dynamic batcher, whose 60 s queue delay
+    would otherwise keep them there -- are all answered 200 with the right outputs, and the server
+    exits 0 long before the delay: shutdown hands the queued batch to the device and answers it."""
+    n = 200
+    repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {
+        "device": "npu0pe0", "worker_num": 2, "max_inflight": 256,
+        "dynamic_batching": {"max_batch_size": 256, "max_queue_delay_us": 60_000_000}})})
+    s = Server(repo)
+    x, expected = references[MNIST]
+    ref = next(iter(expected.values()))
+    results = [None] * n
+
+    def client(i):
+        try:
+            r = binary_infer(s.url, "mnist", "Input3", x)
+            k = int(r.headers.get("Inference-Header-Content-Length", 0))
+            ok = r.status_code == 200 and np.array_equal(
+                np.frombuffer(r.content[k:], dtype=np.float32).reshape(ref.shape), ref)
+            results[i] = (r.status_code, ok)
+        except requests.RequestException as e:
+            results[i] = ("unanswered", str(e))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        m = re.search(r'furiosa_serve_inflight_requests\{model="mnist"\} (\d+)', requests.get(s.url + "/metrics").text)
+        if m and int(float(m.group(1))) >= n:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the requests were not all admitted")
+    assert results == [None] * n, "a request was answered before SIGTERM: the batcher did not hold them"
+    sigterm = time.monotonic()
+    code = s.stop()
+    for t in threads:
+        t.join()
+    assert code == 0, "".join(s.lines)
+    assert results == [(200, True)] * n, results
+    assert time.monotonic() - sigterm < 30, "shutdown waited for the batcher's queue delay"
