@@ -265,20 +265,15 @@ def test_load_two_models_every_request_answered_once(references, tmp_path):
         assert s.stop() == 0, "".join(s.lines)
 
 
-def test_sigterm_answers_requests_in_flight(references, tmp_path):
-    """With max_inflight requests admitted, one more is answered 429 at once; SIGTERM while they
-    run: each admitted one is answered 200 with the right outputs, then the server exits 0."""
-    repo = make_repo(tmp_path / "repo", {"mobilenet": (MOBILENET, {"device": "npu0pe0-1", "worker_num": 2,
-                                                                   "max_inflight": 16})})
-    s = Server(repo)
-    x, expected = references[MOBILENET]
-    ref = next(iter(expected.values()))
-    n = 16
+def send_and_wait_admitted(s, model, input_name, x, ref, n):
+    """Starts n client threads each sending one binary inference of x to `model` and waits until
+    the in-flight gauge shows all n admitted. Returns (threads, results): results[i] becomes
+    (status, outputs equal ref) or ("unanswered", why) when client i is done."""
     results = [None] * n
 
     def client(i):
         try:
-            r = binary_infer(s.url, "mobilenet", "input", x)
+            r = binary_infer(s.url, model, input_name, x)
             k = int(r.headers.get("Inference-Header-Content-Length", 0))
             ok = r.status_code == 200 and np.array_equal(
                 np.frombuffer(r.content[k:], dtype=np.float32).reshape(ref.shape), ref)
@@ -289,16 +284,26 @@ def test_sigterm_answers_requests_in_flight(references, tmp_path):
     threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
-    # Wait until every request is admitted (in-flight gauge), then send SIGTERM.
     deadline = time.monotonic() + 60
+    gauge = re.compile(r'furiosa_serve_inflight_requests\{model="%s"\} (\d+)' % re.escape(model))
     while time.monotonic() < deadline:
-        metrics = requests.get(s.url + "/metrics").text
-        m = re.search(r'furiosa_serve_inflight_requests\{model="mobilenet"\} (\d+)', metrics)
+        m = gauge.search(requests.get(s.url + "/metrics").text)
         if m and int(float(m.group(1))) >= n:
-            break
+            return threads, results
         time.sleep(0.01)
-    else:
-        pytest.fail("the requests were not all admitted")
+    pytest.fail("the requests were not all admitted")
+
+
+def test_sigterm_answers_requests_in_flight(references, tmp_path):
+    """With max_inflight requests admitted, one more is answered 429 at once; SIGTERM while they
+    run: each admitted one is answered 200 with the right outputs, then the server exits 0."""
+    repo = make_repo(tmp_path / "repo", {"mobilenet": (MOBILENET, {"device": "npu0pe0-1", "worker_num": 2,
+                                                                   "max_inflight": 16})})
+    s = Server(repo)
+    x, expected = references[MOBILENET]
+    ref = next(iter(expected.values()))
+    n = 16
+    threads, results = send_and_wait_admitted(s, "mobilenet", "input", x, ref, n)
     rejected = binary_infer(s.url, "mobilenet", "input", x)
     assert rejected.status_code == 429 and "max_inflight" in rejected.json()["error"]
     code = s.stop()
@@ -320,29 +325,7 @@ def test_sigterm_answers_200_requests_in_flight(references, tmp_path):
     s = Server(repo)
     x, expected = references[MNIST]
     ref = next(iter(expected.values()))
-    results = [None] * n
-
-    def client(i):
-        try:
-            r = binary_infer(s.url, "mnist", "Input3", x)
-            k = int(r.headers.get("Inference-Header-Content-Length", 0))
-            ok = r.status_code == 200 and np.array_equal(
-                np.frombuffer(r.content[k:], dtype=np.float32).reshape(ref.shape), ref)
-            results[i] = (r.status_code, ok)
-        except requests.RequestException as e:
-            results[i] = ("unanswered", str(e))
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        m = re.search(r'furiosa_serve_inflight_requests\{model="mnist"\} (\d+)', requests.get(s.url + "/metrics").text)
-        if m and int(float(m.group(1))) >= n:
-            break
-        time.sleep(0.01)
-    else:
-        pytest.fail("the requests were not all admitted")
+    threads, results = send_and_wait_admitted(s, "mnist", "Input3", x, ref, n)
     assert results == [None] * n, "a request was answered before SIGTERM: the batcher did not hold them"
     sigterm = time.monotonic()
     code = s.stop()

@@ -14,14 +14,13 @@ import sys
 import threading
 import time
 
+import grpc  # Debian python3-grpcio (.ci/install-deps): when missing the tests fail, never skip
 import numpy as np
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 import test_serve as ts
-
-grpc = pytest.importorskip("grpc")
 
 PROTO_DIR = ts.SHARED.parent / "protocols" / "kserve-v2"
 
