@@ -38,8 +38,11 @@ class Passes {
     apply_normalized_pixel_outputs();
     infer_shapes(g_, opt_);
     fold_constants();
-    expand_qlinear_elementwise();
     fuse_qdq_operators();
+    expand_qlinear_elementwise();
+    // The fused groups' DequantizeLinear nodes would otherwise count as outside readers and
+    // keep a QDQ SiLU's inner Q/DQ pair out of its table.
+    remove_dead_nodes();
     fuse_lookup_tables();
     fold_qdq_regions();
     remove_dead_nodes();
@@ -406,6 +409,30 @@ class Passes {
   }
 
   // A constant zero point of `dtype` (for DequantizeLinear nodes that omit theirs).
+  // A float32 scalar constant named `name` (reused when it exists with that name).
+  int float_scalar_value(const std::string& name, float v) {
+    if (int id = g_.find_value(name); id >= 0) return id;
+    Value c;
+    c.name = name;
+    c.dtype = DType::Float32;
+    c.has_shape = true;
+    c.constant = Tensor(DType::Float32, {});
+    c.constant->as<float>()[0] = v;
+    return add_value(std::move(c));
+  }
+
+  // The value of a constant scalar (one element) as float, or nullopt.
+  std::optional<float> scalar_constant(int id) const {
+    if (id < 0 || !value(id).constant || value(id).constant->elements() != 1) return std::nullopt;
+    const Tensor& t = *value(id).constant;
+    switch (t.dtype()) {
+      case DType::Float32: return t.as<float>()[0];
+      case DType::UInt8: return static_cast<float>(t.as<std::uint8_t>()[0]);
+      case DType::Int8: return static_cast<float>(t.as<std::int8_t>()[0]);
+      default: return std::nullopt;
+    }
+  }
+
   int zero_point_value(DType dtype) {
     Value v;
     v.name = fmt::format("furiosa_zero_point_{}", dtype_name(dtype));
@@ -462,12 +489,12 @@ class Passes {
       const Node op = g_.nodes[i];
       if (!op.domain.empty() || op.outputs.size() != 1) continue;
       const std::string t = op.op_type;
-      if (t != "Conv" && t != "MatMul" && t != "Add" && t != "GlobalAveragePool") continue;
+      if (t != "Conv" && t != "MatMul" && t != "Add" && t != "Mul" && t != "GlobalAveragePool") continue;
       const auto cons = g_.consumers(op.outputs[0]);
       if (cons.size() != 1 || is_graph_output(op.outputs[0])) continue;
       const Node& q = g_.nodes[static_cast<std::size_t>(cons[0])];
       if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !qdq_params(q)) continue;
-      const std::size_t data_inputs = t == "Conv" || t == "MatMul" || t == "Add" ? 2 : 1;
+      const std::size_t data_inputs = t == "Conv" || t == "MatMul" || t == "Add" || t == "Mul" ? 2 : 1;
       std::vector<int> dqs;
       for (std::size_t k = 0; k < data_inputs && k < op.inputs.size(); ++k) dqs.push_back(dq_producer(op.inputs[k], dead));
       if (dqs.size() != data_inputs || std::count(dqs.begin(), dqs.end(), -1)) continue;
@@ -488,9 +515,11 @@ class Passes {
       } else {
         const Node& dw = g_.nodes[static_cast<std::size_t>(dqs[1])];
         auto w = dq_operands(dw);
-        if (t == "Add") {
+        if (t == "Add" || t == "Mul") {
+          // DQ, DQ -> Mul -> Q is what ONNX Runtime runs as QLinearMul (its QDQ fusion), with the
+          // contrib formula of expand_qlinear_elementwise().
           if (!qdq_params(dw)) continue;
-          fused.op_type = "QLinearAdd";
+          fused.op_type = t == "Add" ? "QLinearAdd" : "QLinearMul";
           fused.domain = "com.microsoft";
           fused.inputs = {x[0], x[1], x[2], w[0], w[1], w[2], q.inputs[1], yzp};
         } else {
@@ -513,11 +542,58 @@ class Passes {
     compact(dead);
   }
 
+  // com.microsoft QLinearMul with constant per-tensor parameters as float ops computing the
+  // formula of its contrib-operator documentation, which ONNX Runtime's kernel (MLAS qlmul.cpp)
+  // follows: C = (A - A_zp) * (B - B_zp) * (A_scale * B_scale / C_scale) + C_zp, the integer
+  // product exact, the ratio a float32 constant, then rounded half to even and saturated. It
+  // differs from dequantize-multiply-quantize in float rounding: one step on some inputs, which
+  // a deep network with a SiLU per conv (YOLOv8) amplifies to tens of steps.
+  // DequantizeLinear with scale 1 gives the exact A - A_zp; QuantizeLinear with scale 1 rounds
+  // and saturates. Returns false (nothing added) when a parameter is not a constant scalar.
+  bool expand_contrib_mul(const Node& n, const std::vector<std::array<int, 3>>& data, std::array<int, 2> y) {
+    const auto sa = scalar_constant(data[0][1]), sb = scalar_constant(data[1][1]), sc = scalar_constant(y[0]);
+    const auto zc = y[1] >= 0 ? scalar_constant(y[1]) : std::optional<float>(0.0f);
+    if (!sa || !sb || !sc || !zc || !(*sc > 0)) return false;
+    const float ratio = *sa * *sb / *sc;  // float32 arithmetic, as the kernel computes it
+    const int one = float_scalar_value("furiosa_one_f32", 1.0f);
+    auto float_value = [&](const std::string& suffix) {
+      Value f;
+      f.name = n.name + "/" + suffix;
+      f.dtype = DType::Float32;
+      return add_value(std::move(f));
+    };
+    auto add_node = [&](const std::string& op, const std::string& suffix, std::vector<int> inputs, int output) {
+      Node m;
+      m.name = n.name + "/" + suffix;
+      m.op_type = op;
+      m.index = n.index;
+      m.inputs = std::move(inputs);
+      m.outputs = {output};
+      g_.nodes.push_back(std::move(m));
+      return output;
+    };
+    std::vector<int> centred;
+    for (const auto& [x, scale, zp] : data) {
+      centred.push_back(add_node("DequantizeLinear", fmt::format("DequantizeLinear_{}", centred.size()),
+                                 {x, one, zp >= 0 ? zp : zero_point_value(value(x).dtype)},
+                                 float_value(fmt::format("centred_{}", centred.size()))));
+    }
+    const int product = add_node("Mul", "Mul_integers", {centred[0], centred[1]}, float_value("product"));
+    const int scaled = add_node("Mul", "Mul_ratio", {product, float_scalar_value(n.name + "/ratio", ratio)},
+                                float_value("scaled"));
+    const int shifted = add_node("Add", "Add_zero_point", {scaled, float_scalar_value(n.name + "/C_zero_point", *zc)},
+                                 float_value("shifted"));
+    const DType out = y[1] >= 0 ? value(y[1]).dtype : DType::UInt8;  // C's type is its zero point's
+    add_node("QuantizeLinear", "QuantizeLinear", {shifted, one, zero_point_value(out)}, n.outputs[0]);
+    return true;
+  }
+
   // ---- element-wise functions of one quantized tensor as 256-entry tables --------------------
-  // com.microsoft QLinearSigmoid / QLinearLeakyRelu / QLinearMul (ONNX Runtime's contrib ops,
-  // QOperator form) become their QDQ meaning, DequantizeLinear -> float op -> QuantizeLinear, so
-  // the table fusion below (or, for a product of two independent tensors, the host library)
-  // runs them with the float arithmetic of the contrib-operator documentation.
+  // com.microsoft QLinearSigmoid / QLinearLeakyRelu (ONNX Runtime's contrib ops, QOperator
+  // form) become their QDQ meaning, DequantizeLinear -> float op -> QuantizeLinear, and
+  // QLinearMul the float ops of its documented formula (expand_contrib_mul), so the table fusion
+  // below (or, for a product of two independent tensors, the host library) runs them with the
+  // arithmetic of the contrib-operator documentation.
   void expand_qlinear_elementwise() {
     const std::size_t count = g_.nodes.size();
     std::vector<bool> dead(count, false);
@@ -540,6 +616,11 @@ class Passes {
         y = {n.inputs[6], n.inputs.size() > 7 ? n.inputs[7] : -1};
         float_op = "Mul";
       } else {
+        continue;
+      }
+      if (float_op == "Mul" && expand_contrib_mul(n, data, y)) {
+        dead[i] = true;
+        dead.resize(g_.nodes.size(), false);
         continue;
       }
       Node op;

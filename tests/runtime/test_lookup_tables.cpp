@@ -147,14 +147,18 @@ TEST_CASE("a QDQ SiLU (x * sigmoid(x) with its own Q/DQ pair) becomes one table"
   o.device = "npu0pe0";
   auto runner = runtime::create_runner(b.g, o);
   const auto& params = only_table(runner->compiled());
-  // The graph as written: the sigmoid is quantized to steps of 1/255 before the product.
-  auto silu_as_written = [&](float v) {
-    const float sig = static_cast<float>(host::quantize_value(sigmoid(v) / s_scale, 0, 0, 255)) * s_scale;
-    return v * sig;
-  };
+  // DQ, DQ -> Mul -> Q runs as ONNX Runtime runs it, com.microsoft QLinearMul's formula
+  // (passes.cpp, expand_contrib_mul): the sigmoid quantized to steps of 1/255, then the integer
+  // product (x - x_zp) * (s - s_zp) times the float32 ratio x_scale * s_scale / y_scale, plus
+  // y_zp, rounded half to even and saturated.
+  const float ratio = p.x_scale * s_scale / p.y_scale;
   for (int byte = 0; byte < 256; ++byte) {
     INFO("byte " << byte);
-    CHECK(params.table[static_cast<std::size_t>(byte)] == expected_entry(silu_as_written, DType::UInt8, p, byte));
+    const float v = static_cast<float>(byte - p.x_zp) * p.x_scale;
+    const std::int32_t sq = host::quantize_value(sigmoid(v) / s_scale, 0, 0, 255);
+    const float product = static_cast<float>((byte - p.x_zp) * sq);
+    const std::int32_t expected = host::quantize_value(product * ratio + static_cast<float>(p.y_zp), 0, 0, 255);
+    CHECK(params.table[static_cast<std::size_t>(byte)] == expected);
   }
   check_device_maps(*runner, DType::UInt8, params.table);
 }
