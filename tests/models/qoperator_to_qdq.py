@@ -34,7 +34,7 @@ DATA_MOVEMENT = {
 }
 # QLinear ops in com.microsoft that we know about but do not convert.
 UNSUPPORTED_QOPS = {
-    "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
+    "QLinearLeakyRelu", "QLinearAveragePool",
     "QLinearSoftmax", "QLinearReduceMean", "QLinearWhere", "QGemm", "QAttention",
     "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "MatMulIntegerToFloat",
     "QLinearConvTranspose",
@@ -166,9 +166,9 @@ class Converter:
                 qp[n.output[0]] = (ins[3], ins[4] or None)
             elif dom == MS and t == "QLinearConcat":
                 qp[n.output[0]] = (ins[0], ins[1] or None)
-            elif is_default_domain(dom) and (t in DATA_MOVEMENT or t == "MaxPool"):
+            elif is_default_domain(dom) and (t in DATA_MOVEMENT or t in ("MaxPool", "Resize")):
                 if n.input and n.input[0] in qp:
-                    outs = n.output[:1] if t == "MaxPool" else n.output
+                    outs = n.output[:1] if t in ("MaxPool", "Resize") else n.output
                     for o in outs:
                         qp[o] = qp[n.input[0]]
             elif is_default_domain(dom) and t == "Concat":
@@ -218,7 +218,8 @@ class Converter:
                             return (c.input[k + 1], c.input[k + 2] or None)
                 if c.domain == "" and c.op_type == "DequantizeLinear" and ins[0] == t:
                     return (ins[1], ins[2] or None)
-                if is_default_domain(c.domain) and (c.op_type in DATA_MOVEMENT or c.op_type in ("MaxPool", "Concat")):
+                if is_default_domain(c.domain) and (c.op_type in DATA_MOVEMENT or
+                                                   c.op_type in ("MaxPool", "Resize", "Concat")):
                     todo.extend(c.output)
         fail("cannot find quantization params of tensor %r (input of %r)" % (tensor, node.name))
 
@@ -364,22 +365,36 @@ class Converter:
         self.emit("Concat", xfs, [yf], n.name or n.output[0], [helper.make_attribute("axis", at["axis"])])
         self.q(yf, ys, yzp, n.output[0])
 
-    def conv_maxpool(self, n):
-        if len([o for o in n.output if o]) > 1:
+    def conv_qlinear_unary(self, n, float_op):
+        """QLinearSigmoid (X, X_scale, X_zp, Y_scale, Y_zp) -> DQ -> float op -> Q."""
+        ins = list(n.input) + [""] * 5
+        x, xs, xzp, ys, yzp = [i if i else None for i in ins[:5]]
+        self.require_scalar(xs, "X_scale", n)
+        self.require_scalar(ys, "Y_scale", n)
+        xf = self.dq(x, xs, xzp)
+        yf = self.float_name(n.output[0])
+        self.emit(float_op, [xf], [yf], n.name or n.output[0])
+        self.q(yf, ys, yzp, n.output[0])
+
+    def conv_same_params(self, n):
+        """MaxPool / Resize on quantized data: DQ -> float op -> Q with the input's parameters (the
+        op's other inputs, e.g. Resize's roi and scales, pass unchanged)."""
+        if n.op_type == "MaxPool" and len([o for o in n.output if o]) > 1:
             fail("MaxPool %r with Indices output on quantized data not supported" % n.name)
         s, zp = self.params_for_quantized(n.input[0], n)
         self.require_scalar(s, "scale", n)
         xf = self.dq(n.input[0], s, zp)
         yf = self.float_name(n.output[0])
-        self.emit("MaxPool", [xf], [yf], n.name or n.output[0], list(n.attribute))
+        self.emit(n.op_type, [xf] + list(n.input[1:]), [yf], n.name or n.output[0], list(n.attribute))
         self.q(yf, s, zp, n.output[0])
 
     # ------------------------------------------------------------------- driver
     def _converts(self, n):
         t, d = n.op_type, n.domain
         if is_default_domain(d):
-            return t in ("QLinearConv", "QLinearMatMul") or (t == "MaxPool" and self.is_quantized(n.input[0]))
-        return d == MS and t in ("QLinearAdd", "QLinearGlobalAveragePool", "QLinearConcat")
+            return t in ("QLinearConv", "QLinearMatMul") or (t in ("MaxPool", "Resize") and self.is_quantized(n.input[0]))
+        return d == MS and t in ("QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearGlobalAveragePool",
+                                 "QLinearConcat")
 
     def is_quantized(self, t):
         if t in self.qparams:
@@ -400,14 +415,16 @@ class Converter:
                 self.conv_qlinearconv(n)
             elif is_default_domain(d) and t == "QLinearMatMul":
                 self.conv_qlinearmatmul(n)
-            elif d == MS and t == "QLinearAdd":
-                self.conv_qlinear_binary(n, "Add")
+            elif d == MS and t in ("QLinearAdd", "QLinearMul"):
+                self.conv_qlinear_binary(n, t[len("QLinear"):])
+            elif d == MS and t == "QLinearSigmoid":
+                self.conv_qlinear_unary(n, "Sigmoid")
             elif d == MS and t == "QLinearGlobalAveragePool":
                 self.conv_qlinear_gap(n)
             elif d == MS and t == "QLinearConcat":
                 self.conv_qlinear_concat(n)
-            elif is_default_domain(d) and t == "MaxPool" and self.is_quantized(n.input[0]):
-                self.conv_maxpool(n)
+            elif is_default_domain(d) and t in ("MaxPool", "Resize") and self.is_quantized(n.input[0]):
+                self.conv_same_params(n)
             elif (d == MS and (t in UNSUPPORTED_QOPS or t.startswith("QLinear"))) or \
                     (is_default_domain(d) and t in ("ConvInteger", "MatMulInteger")):
                 fail("unsupported quantized op %s (node %r)" % (op_key(n), n.name))

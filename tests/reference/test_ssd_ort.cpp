@@ -5,19 +5,16 @@
 // - raw outputs within 2 steps of each output's quantization;
 // - after box decoding and NMS (furiosa/postprocess/ssd.h), the same detections: equal count,
 //   each matched by one of the same class with IoU >= 0.99.
-// node and onnxruntime-node are required: a missing one fails the test (the ort_node_install
-// fixture installs the package into the build tree).
+// node and onnxruntime-node are required (ort_reference.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "furiosa/postprocess/ssd.h"
 #include "furiosa/runtime/runner.h"
+#include "ort_reference.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -34,77 +31,6 @@ Tensor seeded_image(unsigned seed) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (float& v : t.as<float>()) v = dist(gen);
   return t;
-}
-
-void write_raw(const fs::path& p, const Tensor& t) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(t.bytes().data()), static_cast<std::streamsize>(t.size_bytes()));
-  REQUIRE(f.good());
-}
-
-std::vector<float> read_raw(const fs::path& p, std::size_t count) {
-  std::ifstream f(p, std::ios::binary);
-  INFO("ORT output file " << p.string());
-  REQUIRE(f.good());
-  std::vector<float> v(count);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(count * sizeof(float)));
-  REQUIRE(static_cast<std::size_t>(f.gcount()) == count * sizeof(float));
-  CHECK(f.peek() == std::char_traits<char>::eof());
-  return v;
-}
-
-// The scale of the DequantizeLinear step that writes model output `name`: one output step.
-float output_step(const compiler::CompiledModel& m, const std::string& name) {
-  for (const auto& s : m.steps) {
-    if (s.kind == compiler::Step::Kind::Cpu && s.cpu.kind == compiler::CpuOpKind::Dequantize &&
-        m.slots[static_cast<std::size_t>(s.cpu.outputs.at(0))].name == name && s.cpu.scales.size() == 1) {
-      return s.cpu.scales[0];
-    }
-  }
-  FAIL("no per-tensor Dequantize step writes output '" << name << "'");
-  return 0;
-}
-
-// Runs ort_run.js on `model` for every input; returns, per input, the outputs by name.
-std::vector<std::map<std::string, std::vector<float>>> run_ort(const fs::path& model, const std::vector<Tensor>& inputs,
-                                                               const fs::path& work) {
-  const fs::path node = FURIOSA_NODE_EXECUTABLE;
-  const fs::path modules = fs::path(FURIOSA_ORT_NODE_DIR) / "node_modules" / "onnxruntime-node";
-  if (node.empty() || !fs::exists(node)) {
-    FAIL("node (Node.js) not found (" << node.string() << "): install Debian's nodejs and npm (.ci/install-deps)");
-  }
-  if (!fs::is_directory(modules)) {
-    FAIL("onnxruntime-node is not installed in " << modules.string()
-         << ": run ctest (fixture ort_node_install) or tests/reference/install_ort.sh");
-  }
-  fs::create_directories(work);
-  nlohmann::json job;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const fs::path in = work / fmt::format("image_{}.bin", i);
-    write_raw(in, inputs[i]);
-    job["runs"].push_back({{"inputs", {{"image", {{"file", in.string()}, {"dims", inputs[i].shape()}}}}},
-                           {"output_dir", (work / fmt::format("ort_{}", i)).string()}});
-  }
-  const fs::path job_file = work / "job.json";
-  std::ofstream(job_file) << job.dump();
-  const std::string cmd = fmt::format("NODE_PATH='{}' '{}' '{}' '{}' '{}' 2>&1", (fs::path(FURIOSA_ORT_NODE_DIR) / "node_modules").string(),
-                                      node.string(), FURIOSA_ORT_RUN_JS, model.string(), job_file.string());
-  const auto r = test::run_command(cmd);
-  INFO(cmd << "\n" << r.out);
-  REQUIRE(r.exit_code == 0);
-  std::vector<std::map<std::string, std::vector<float>>> out;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const auto meta = nlohmann::json::parse(std::ifstream(work / fmt::format("ort_{}", i) / "outputs.json"));
-    CHECK(meta.at("ort").get<std::string>() == "1.30.0");
-    std::map<std::string, std::vector<float>> outs;
-    for (const auto& [name, spec] : meta.at("outputs").items()) {
-      std::size_t count = 1;
-      for (auto d : spec.at("dims")) count *= d.get<std::size_t>();
-      outs[name] = read_raw(spec.at("file").get<std::string>(), count);
-    }
-    out.push_back(std::move(outs));
-  }
-  return out;
 }
 
 // Detections' options: MLPerf's IoU 0.6 and limits; a score threshold of 0.85 (sigmoid) leaves
@@ -131,11 +57,7 @@ void compare_with_ort(const std::string& file, const char* device) {
   CHECK(summary.npu_programs == 1);
   CHECK(summary.host_macs == 0);
   CHECK(summary.npu_macs == 1'237'129'408ull);  // printed by models/ssd_mobilenet_v1.py
-  std::map<compiler::CpuOpKind, int> host_kinds;
-  for (const auto& s : runner->compiled().steps) {
-    if (s.kind == compiler::Step::Kind::Cpu) ++host_kinds[s.cpu.kind];
-  }
-  CHECK(host_kinds == std::map<compiler::CpuOpKind, int>{{compiler::CpuOpKind::Quantize, 1},
+  CHECK(test::host_step_kinds(runner->compiled()) == std::map<compiler::CpuOpKind, int>{{compiler::CpuOpKind::Quantize, 1},
                                                          {compiler::CpuOpKind::Lower, 1},
                                                          {compiler::CpuOpKind::Dequantize, 2}});
   CHECK(summary.host_steps.size() == 4);
@@ -143,7 +65,7 @@ void compare_with_ort(const std::string& file, const char* device) {
 
   std::vector<Tensor> inputs;
   for (int i = 0; i < kInputs; ++i) inputs.push_back(seeded_image(20261125u + static_cast<unsigned>(i)));
-  const auto ort = run_ort(model, inputs, fs::path(FURIOSA_TEST_WORK_DIR) / fs::path(file).stem());
+  const auto ort = test::run_ort(model, "image", inputs, fs::path(FURIOSA_TEST_WORK_DIR) / fs::path(file).stem());
 
   const auto& names = runner->model().outputs;
   REQUIRE(names.size() == 2);
@@ -156,7 +78,7 @@ void compare_with_ort(const std::string& file, const char* device) {
     for (std::size_t o = 0; o < names.size(); ++o) {
       const std::string& name = names[o].name;
       INFO("input " << i << ", output " << name);
-      const float step = output_step(runner->compiled(), name);
+      const float step = test::output_step(runner->compiled(), name);
       const auto it = ort[static_cast<std::size_t>(i)].find(name);
       REQUIRE(it != ort[static_cast<std::size_t>(i)].end());
       const auto a = ours[o].as<float>();

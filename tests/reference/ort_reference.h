@@ -1,0 +1,32 @@
+// Running a model under ONNX Runtime 1.30 (onnxruntime-node, by ort_run.js) from a Catch2 test,
+// and the helpers the model-vs-ORT tests share. node and onnxruntime-node are required: a missing
+// one fails the calling test (the ort_node_install fixture installs the package).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/core/tensor.h"
+
+namespace furiosa::test {
+
+/// Outputs of one ORT run, by output name, as float32 values (row-major).
+using OrtOutputs = std::map<std::string, std::vector<float>>;
+
+/// Runs `model` under ONNX Runtime (CPU, one thread, all graph optimizations) once per tensor of
+/// `inputs`, each fed as the float32 input `input_name`; files go to `work`. Fails the test
+/// (REQUIRE) when node, the package or a run fails, or when ORT is not version 1.30.0.
+std::vector<OrtOutputs> run_ort(const std::filesystem::path& model, const std::string& input_name,
+                                const std::vector<Tensor>& inputs, const std::filesystem::path& work);
+
+/// The scale of the per-tensor Dequantize step that writes model output `name`: one output step.
+/// Fails the test when no such step exists.
+float output_step(const compiler::CompiledModel& m, const std::string& name);
+
+/// Host steps of a compiled model counted by kind.
+std::map<compiler::CpuOpKind, int> host_step_kinds(const compiler::CompiledModel& m);
+
+}  // namespace furiosa::test
