@@ -182,7 +182,7 @@ StepFigures measure_step(const fs::path& model, const StepConfig& c, double seco
 
 double samples_per_s(const StepFigures& f, const StepConfig& c) { return f.bench.qps * static_cast<double>(c.batch); }
 
-/// The modelled device-bound samples/s of a step (deterministic): what the batch and device
+/// The modelled closed-loop samples/s of a step (deterministic): what the batch and device
 /// choices are decided on.
 double modelled_samples_per_s(const StepFigures& f) { return f.bench.modelled.samples_per_s; }
 
@@ -220,7 +220,7 @@ void walk_steps(const fs::path& model, double seconds) {
   for (const auto& d : desc.inputs) fmt::print("   input  {}\n", d.to_string());
   for (const auto& d : desc.outputs) fmt::print("   output {}\n", d.to_string());
   fmt::print("   (host us = external operators per inference; NPU Total / Run = modelled us per execution;\n"
-             "    modelled/s = modelled device-bound samples/s, deterministic: batch and device choices follow it)\n");
+             "    modelled/s = modelled closed-loop samples/s, deterministic: batch and device choices follow it)\n");
   print_step_header();
 
   StepConfig kept;
@@ -378,8 +378,12 @@ int run_questions(const Args& a) {
   fmt::print("   {:<24} {:>16} {:>16} {:>16}\n", "device", "modelled p90 ms", "measured p50 ms", "measured p90 ms");
   fmt::print("   {:<24} {:>16.3f} {:>16.3f} {:>16.3f}\n", "single PE (npu0pe0)", single_m.p90_us / 1e3,
              single.p50_us / 1e3, single.p90_us / 1e3);
-  fmt::print("   {:<24} {:>16.3f} {:>16.3f} {:>16.3f}   (measured {:+.1f}% from 0.712 ms)\n", "fused PE (npu0pe0-1)",
-             fused_m.p90_us / 1e3, fused.p50_us / 1e3, fused.p90_us / 1e3, off_by(fused.p90_us / 1e3, 0.712));
+  fmt::print("   {:<24} {:>16.3f} {:>16.3f} {:>16.3f}   (modelled {:+.1f}%, measured {:+.1f}% from 0.712 ms)\n",
+             "fused PE (npu0pe0-1)", fused_m.p90_us / 1e3, fused.p50_us / 1e3, fused.p90_us / 1e3,
+             off_by(fused_m.p90_us / 1e3, 0.712), off_by(fused.p90_us / 1e3, 0.712));
+  fmt::print("   (modelled = device time + {:.1f} us per query, fitted once to MLPerf v2.0's ResNet-50 minimum latency;\n"
+             "    device only: single PE {:.3f} ms, fused PE {:.3f} ms)\n",
+             fused_m.query_overhead_us, single_m.device_p90_us / 1e3, fused_m.device_p90_us / 1e3);
   fmt::print("   claim: fused PE has lower latency than single PE (modelled): {}\n\n",
              verdict(fused_m.p90_us < single_m.p90_us));
 

@@ -109,6 +109,11 @@ TEST_CASE("the closed-loop schedule of the modelled latency", "[tools][modelled]
   // Four queries on two devices: each waits for one other.
   const auto four = tools::closed_loop_latencies(2, 4, 100, 20);
   for (std::size_t i = 4; i < four.size(); ++i) CHECK(four[i] == 200);
+  // A per-query host term overlaps the other queries' device time: one query in flight pays it,
+  // a device kept busy by enough queries does not lose throughput to it.
+  for (auto l : tools::closed_loop_latencies(1, 1, 100, 10, 30)) CHECK(l == 130);
+  const auto busy = tools::closed_loop_latencies(1, 2, 100, 20, 30);
+  for (std::size_t i = 4; i < busy.size(); ++i) CHECK(busy[i] == 200);
   CHECK(tools::count_devices("npu0pe0,npu0pe1") == 2);
   CHECK(tools::count_devices("npu0pe0-1") == 1);
 }
@@ -133,9 +138,17 @@ TEST_CASE("two runs give the same modelled section", "[tools][modelled][determin
   CHECK(a.modelled.p90_us == b.modelled.p90_us);
   CHECK(a.modelled.p99_us == b.modelled.p99_us);
   CHECK(a.modelled.samples_per_s == b.modelled.samples_per_s);
-  // Two workers on one device: each query waits for the other one's device time.
-  CHECK(a.modelled.p50_us == Approx(2 * a.modelled.device_us).epsilon(1e-6));
-  CHECK(a.modelled.samples_per_s == Approx(1e6 / a.modelled.device_us).epsilon(1e-6));
+  CHECK(a.modelled.device_p90_us == b.modelled.device_p90_us);
+  // Two workers on one device (MobileNetV2's device time is below the per-query term): each
+  // query's host part overlaps the other's device time, so the loop runs at two queries per
+  // device time + per-query term, and the device-only schedule waits for the other query.
+  const double loop_us = a.modelled.device_us + tools::kQueryOverheadUs;
+  CHECK(a.modelled.query_overhead_us == tools::kQueryOverheadUs);
+  CHECK(a.modelled.device_p50_us == Approx(2 * a.modelled.device_us).epsilon(1e-6));
+  CHECK(a.modelled.device_samples_per_s == Approx(1e6 / a.modelled.device_us).epsilon(1e-6));
+  CHECK(a.modelled.samples_per_s ==
+        Approx(std::min(1e6 / a.modelled.device_us, 2e6 / loop_us)).epsilon(1e-6));
+  CHECK(a.modelled.p50_us >= loop_us - 1e-3);
   // The host operators of MobileNetV2's float input and output are found (their time is measured).
   CHECK(a.modelled.host_us_by_operator.contains("Quantize"));
   CHECK(a.modelled.host_us_by_operator.contains("Dequantize"));
@@ -163,7 +176,14 @@ TEST_CASE("furiosa-run --bench --json writes the first inference and the same mo
     CHECK(j.at("first_inference_us").get<double>() > 0);
     CHECK(j.at("load_ms").get<double>() > 0);
     REQUIRE(j.at("modelled").is_object());
-    for (const char* key : {"p50", "p90", "p99"}) CHECK(j["modelled"]["latency_us"][key].get<double>() > 0);
+    for (const char* key : {"p50", "p90", "p99"}) {
+      // End to end = the device-only figure + the per-query term (one worker: no queueing).
+      CHECK(j["modelled"]["device_latency_us"][key].get<double>() > 0);
+      CHECK(j["modelled"]["latency_us"][key].get<double>() ==
+            Approx(j["modelled"]["device_latency_us"][key].get<double>() + tools::kQueryOverheadUs).epsilon(1e-6));
+    }
+    CHECK(j["modelled"]["query_overhead_us"].get<double>() == tools::kQueryOverheadUs);
+    CHECK(j["modelled"]["device_samples_per_s"].get<double>() >= j["modelled"]["samples_per_s"].get<double>());
     // One worker for two PEs: a worker carries one query at a time, so the second PE idles.
     CHECK(j["modelled"]["bottleneck"] == "worker-bound");
     CHECK(j.at("bottleneck").at("kind") == "worker-bound");
@@ -177,25 +197,55 @@ TEST_CASE("furiosa-run --bench --json writes the first inference and the same mo
   CHECK(runs[0]["modelled"]["devices"] == 2);
 }
 
-TEST_CASE("ResNet-50 v1.5: modelled offline within 10% of MLPerf v2.0, modelled single-stream device time within 75-100% of its end-to-end p90", "[tools][modelled][calibration]") {
-  // Offline: two single PEs, batch 8, 4 workers; MLPerf v2.0: 2758 samples/s.
+TEST_CASE("ResNet-50 v1.5: modelled offline and single-stream within 10% of MLPerf v2.0", "[tools][modelled][calibration]") {
+  // Offline: two single PEs, batch 8, 4 workers; MLPerf v2.0: 2758 samples/s. Device-bound: the
+  // per-query term overlaps the other workers' device time and leaves the rate as it was.
   const auto offline = timed_bench(resnet50(), "npu0pe0,npu0pe1", 4, 8);
   REQUIRE(offline.modelled.available);
   INFO("modelled offline: " << offline.modelled.samples_per_s << " samples/s");
   CHECK(offline.modelled.samples_per_s > 2758 * 0.9);
   CHECK(offline.modelled.samples_per_s < 2758 * 1.1);
-  // Single-stream: fused PE, batch 1, one worker; MLPerf v2.0: p90 0.712 ms end to end. The
-  // modelled section holds the device's part only (Load + Execution + Store); MLPerf's figure
-  // also holds the host's (submission, completion, the runtime), so the device part must be below
-  // it and at least 75% of it (docs/timing.md, "Validation": 0.549 ms, -23%).
+  CHECK(offline.modelled.samples_per_s == Approx(offline.modelled.device_samples_per_s).epsilon(1e-9));
+  // Single-stream: fused PE, batch 1, one worker; MLPerf v2.0: p90 712.196 us end to end. The
+  // per-query term was fitted to this run's minimum latency (710.880 us) minus this device time,
+  // so this check holds the fit in place (a change to the device model moves it); the device
+  // part stays visible and below the published figure.
   const auto single_stream = timed_bench(resnet50(), "npu0pe0-1", 1, 1);
   const auto single_pe = timed_bench(resnet50(), "npu0pe0", 1, 1);
   REQUIRE(single_stream.modelled.available);
-  INFO("modelled single-stream p90: fused " << single_stream.modelled.p90_us << " us, single PE "
+  INFO("modelled single-stream p90: fused " << single_stream.modelled.p90_us << " us (device "
+                                            << single_stream.modelled.device_p90_us << " us), single PE "
                                             << single_pe.modelled.p90_us << " us");
-  CHECK(single_stream.modelled.p90_us < 712);
-  CHECK(single_stream.modelled.p90_us > 712 * 0.75);
+  CHECK(single_stream.modelled.p90_us > 712.196 * 0.9);
+  CHECK(single_stream.modelled.p90_us < 712.196 * 1.1);
+  CHECK(single_stream.modelled.device_p90_us < 712.196);
+  CHECK(single_stream.modelled.p90_us ==
+        Approx(single_stream.modelled.device_p90_us + tools::kQueryOverheadUs).epsilon(1e-9));
   CHECK(single_stream.modelled.p90_us < single_pe.modelled.p90_us);
+  // One query in flight: MLPerf's single-stream QPS (1404.78 w/o loadgen overhead) is 1 / latency.
+  CHECK(single_stream.modelled.samples_per_s == Approx(1e6 / single_stream.modelled.p90_us).epsilon(1e-6));
+}
+
+TEST_CASE("SSD-MobileNet v1: out-of-sample check against MLPerf v2.0 (nothing refitted)", "[tools][modelled][validation]") {
+  // Out of sample: no constant was fitted to SSD-MobileNet. FuriosaAI's MLPerf Inference v2.0
+  // submission (mlcommons/inference_results_v2.0, closed/FuriosaAI/results/warboy/ssd-mobilenet):
+  // single-stream p90 364.124 us (fused PE, batch 1); offline 8762.15 samples/s (two single PEs,
+  // batch 8, 8 workers; code/mlperf/scripts/offline.sh). The model's errors on this network are
+  // +16.5% and -16.2% (docs/timing.md, "Validation"); the tolerances below are the ones those
+  // errors support (25%), not the calibration's 10%.
+  const fs::path model = FURIOSA_SSD_MOBILENET;
+  if (!fs::exists(model)) FAIL("missing " << model.string() << ": build the ssd-mobilenet-model target");
+  const auto single_stream = timed_bench(model, "npu0pe0-1", 1, 1);
+  const auto offline = timed_bench(model, "npu0pe0,npu0pe1", 8, 8);
+  REQUIRE(single_stream.modelled.available);
+  REQUIRE(offline.modelled.available);
+  INFO("modelled SSD-MobileNet single-stream p90 " << single_stream.modelled.p90_us << " us (device "
+                                                   << single_stream.modelled.device_p90_us << " us), offline "
+                                                   << offline.modelled.samples_per_s << " samples/s");
+  CHECK(single_stream.modelled.p90_us > 364.124 * 0.75);
+  CHECK(single_stream.modelled.p90_us < 364.124 * 1.25);
+  CHECK(offline.modelled.samples_per_s > 8762.15 * 0.75);
+  CHECK(offline.modelled.samples_per_s < 8762.15 * 1.25);
 }
 
 TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled][bottleneck]") {
@@ -215,7 +265,7 @@ TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled
     const auto m = tools::model_figures(spans, 1, 2, 8, 10'200, 2);
     REQUIRE(m.available);
     CHECK(m.bottleneck.kind == "device-bound");
-    CHECK(m.samples_per_s == Approx(8 / 5055e-6));
+    CHECK(m.samples_per_s == Approx(8 / 5055e-6));  // the per-query term overlaps the other query
     CHECK(m.p50_us == Approx(2 * 5055.0));
     CHECK(m.bottleneck.shares.at("device") < 0.5);  // the rest of the latency waits for the device
   }
@@ -224,7 +274,9 @@ TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled
     const auto m = tools::model_figures(spans, 2, 1, 8, 5200, 2);
     REQUIRE(m.available);
     CHECK(m.bottleneck.kind == "worker-bound");
-    CHECK(m.samples_per_s == Approx(8 / 5055e-6));  // one query in flight
+    CHECK(m.samples_per_s == Approx(8 / ((5055 + tools::kQueryOverheadUs) * 1e-6)));  // one query in flight
+    CHECK(m.device_samples_per_s == Approx(8 / 5055e-6));
+    CHECK(m.p50_us == Approx(5055 + tools::kQueryOverheadUs));
     CHECK(m.bottleneck.device_bound_samples_per_s == Approx(2 * 8 / 5055e-6));
   }
   double sum = 0;
