@@ -153,15 +153,10 @@ const std::map<std::string, std::string> kExcludedCases = {
     {"test_averagepool_3d_default", "3-D pooling is not implemented (1-D and 2-D are)"},
     {"test_identity_opt", "optional values are not tensors; the IR holds tensors only"},
     {"test_identity_sequence", "sequences are not tensors; the IR holds tensors only"},
-    {"test_resize_downsample_scales_cubic", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_downsample_scales_cubic_A_n0p5_exclude_outside", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_downsample_scales_cubic_align_corners", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_downsample_sizes_cubic", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_upsample_scales_cubic", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_upsample_scales_cubic_A_n0p5_exclude_outside", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_upsample_scales_cubic_align_corners", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_upsample_scales_cubic_asymmetric", "Resize mode 'cubic' is not implemented"},
-    {"test_resize_upsample_sizes_cubic", "Resize mode 'cubic' is not implemented"},
+    {"test_resize_downsample_scales_cubic_align_corners",
+     "align_corners with a fractional input * scale (4 x 0.8): the ONNX reference divides by (input * scale - 1), "
+     "ONNX Runtime and this library by (output size - 1); ONNX Runtime's backend-test filters exclude this case "
+     "too ('results mismatch with onnx tests')"},
     {"test_resize_downsample_scales_linear_align_corners",
      "align_corners with a fractional input * scale: the ONNX reference divides by (input * scale - 1), "
      "ONNX Runtime (the project's reference) and this library by (output size - 1); ONNX Runtime "
@@ -813,8 +808,27 @@ TEST_CASE("cpu ops: Resize nearest on uint8 and int8, linear choices", "[compile
                                      {DType::UInt8, DType::Float32, DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("linear") && Catch::Contains("uint8"));
   CHECK_FALSE(host::cpu_op_supported(make_node("Resize", 3, {{"mode", std::string("cubic")}}),
+                                     {DType::UInt8, DType::Float32, DType::Float32}, &why));
+  CHECK_THAT(why, Catch::Contains("cubic") && Catch::Contains("uint8"));
+  CHECK_FALSE(host::cpu_op_supported(make_node("Resize", 3, {{"mode", std::string("area")}}),
                                      {DType::Float32, DType::Float32, DType::Float32}, &why));
-  CHECK_THAT(why, Catch::Contains("cubic"));
+  CHECK_THAT(why, Catch::Contains("area"));
+  // The opset-10 form (X, scales): asymmetric coordinates; nearest truncates when upsampling and
+  // rounds up when downsampling (ONNX Runtime's rule for it); linear interpolates.
+  {
+    Tensor row = f32({1, 1, 1, 4}, {1, 2, 3, 4});
+    Node r10 = make_node("Resize", 2);
+    Tensor up = f32({4}, {1, 1, 1, 1.5f});
+    CHECK(values<float>(run1(r10, {&row, &up})) == std::vector<float>{1, 1, 2, 3, 3, 4});
+    Tensor down = f32({4}, {1, 1, 1, 0.6f});
+    CHECK(values<float>(run1(r10, {&row, &down})) == std::vector<float>{1, 3});
+    Node l10 = make_node("Resize", 2, {{"mode", std::string("linear")}});
+    Tensor two = f32({4}, {1, 1, 1, 2});
+    CHECK(values<float>(run1(l10, {&row, &two})) == std::vector<float>{1, 1.5f, 2, 2.5f, 3, 3.5f, 4, 4});
+    CHECK_FALSE(host::cpu_op_supported(make_node("Resize", 2, {{"mode", std::string("cubic")}}),
+                                       {DType::Float32, DType::Float32}, &why));
+    CHECK_THAT(why, Catch::Contains("opset-10"));
+  }
   // 3-D linear (trilinear) with the 'axes' attribute (opset 18): only the last two dims resized.
   Tensor v = f32({2, 1, 2}, {0, 2, 4, 6});
   Tensor s3 = f32({2}, {1, 2});

@@ -1,5 +1,6 @@
 // The host operator library (host/cpu_ops.h): Resize (opsets 11-19: X, roi, scales, sizes;
-// nearest and N-D linear; the coordinate transformation modes of the spec), and with the
+// nearest, N-D linear and N-D cubic; the coordinate transformation modes of the spec; the
+// opset-10 form X, scales as ONNX Runtime runs it, see resize_plan), and with the
 // attribute tflite_arithmetic = 1 TFLite's RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR reference
 // arithmetic (see tflite_resize below).
 #include "ops_common.h"
@@ -35,11 +36,15 @@ std::optional<Nearest> nearest_mode(const std::string& s) {
 std::string check_resize(const Node& n, const DtypeList& d) {
   Checker ch{n, d, {}};
   ch.in(0, "X", kAll).in(1, "roi", kF32, false).in(2, "scales", kF32, false).in(3, "sizes", bit(DType::Int64), false);
-  ch.require(n.inputs.size() != 2,
-             "Resize with 2 inputs (the opset-10 form X, scales) is not implemented, only opsets >= 11");
   const std::string mode = n.attr_string("mode", "nearest");
-  ch.require(mode == "nearest" || mode == "linear",
-             fmt::format("mode '{}' is not implemented (only 'nearest' and 'linear')", mode));
+  if (n.inputs.size() == 2) {
+    // The opset-10 form: X, scales (float32, one per dim); nearest or linear only.
+    ch.in(1, "scales", kF32);
+    ch.require(mode == "nearest" || mode == "linear",
+               fmt::format("mode '{}' does not exist in the opset-10 form (X, scales) of Resize", mode));
+  }
+  ch.require(mode == "nearest" || mode == "linear" || mode == "cubic",
+             fmt::format("mode '{}' is not an ONNX Resize mode (nearest, linear, cubic)", mode));
   if (n.attr_int("tflite_arithmetic", 0) != 0) {
     // TFLite's kernels: float32, uint8 and int8 for both modes; the two spatial axes listed
     // in `axes`; the coordinate modes that TFLite's align_corners / half_pixel_centers give.
@@ -54,8 +59,8 @@ std::string check_resize(const Node& n, const DtypeList& d) {
     ch.require(n.attr_ints("axes", {}).size() == 2, "tflite_arithmetic needs 'axes' with the two spatial axes (H, W)");
     return ch.reason;
   }
-  ch.require(mode != "linear" || !ch.present(0) || *d[0] == DType::Float32,
-             fmt::format("mode 'linear' takes float32 X, the node's X is {} (mode 'nearest' takes all five dtypes)",
+  ch.require(mode == "nearest" || !ch.present(0) || *d[0] == DType::Float32,
+             fmt::format("mode '{}' takes float32 X, the node's X is {} (mode 'nearest' takes all five dtypes)", mode,
                          ch.present(0) ? dtype_name(*d[0]) : "missing"));
   const std::string coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
   ch.require(coord_mode(coord).has_value(),
@@ -99,14 +104,16 @@ ResizePlan resize_plan(const Ctx& c, const Shape& x, bool need_roi) {
   p.roi_start.assign(x.size(), 0.0);
   p.roi_end.assign(x.size(), 1.0);
   p.resized = listed;
-  const bool has_scales = c.has(2) && element_count(*c.in[2].shape) > 0;
-  const bool has_sizes = c.has(3) && element_count(*c.in[3].shape) > 0;
+  // The opset-10 form (X, scales) has its scales at input 1.
+  const std::size_t scales_input = c.node.inputs.size() == 2 ? 1 : 2;
+  const bool has_scales = c.has(scales_input) && element_count(*c.in[scales_input].shape) > 0;
+  const bool has_sizes = c.node.inputs.size() > 2 && c.has(3) && element_count(*c.in[3].shape) > 0;
   if (has_scales == has_sizes) {
     c.bad(has_scales ? "both scales and sizes are given; exactly one must be non-empty"
                      : "neither scales nor sizes is given; exactly one must be non-empty");
   }
   if (has_scales) {
-    const Tensor& s = c.constant(2, "scales");
+    const Tensor& s = c.constant(scales_input, "scales");
     if (static_cast<std::size_t>(s.elements()) != axes.size()) {
       c.bad(fmt::format("scales has {} values for {} axes", s.elements(), axes.size()));
     }
@@ -143,7 +150,9 @@ ResizePlan resize_plan(const Ctx& c, const Shape& x, bool need_roi) {
       }
     }
   }
-  const Coord coord = *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
+  const Coord coord = c.node.inputs.size() == 2
+                          ? Coord::Asymmetric
+                          : *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
   if (need_roi && coord == Coord::TfCropAndResize) {
     const Tensor* roi = c.opt(1);
     if (!roi || roi->elements() == 0) c.bad("coordinate_transformation_mode 'tf_crop_and_resize' needs the roi input");
@@ -207,8 +216,61 @@ struct Tap {
   bool outside = false;
 };
 
+// ONNX Runtime's rounding of the opset-10 form (its "simple" nearest mode): the source
+// coordinate truncated when upsampling, rounded up when downsampling (the opset-10 spec leaves
+// the rule open; the Upsample-9 rule it replaced is the truncation).
+std::int64_t opset10_nearest(double x, double scale) {
+  return static_cast<std::int64_t>(scale < 1.0 ? std::ceil(x) : std::trunc(x));
+}
+
+// Per output coordinate of one dim in mode cubic: four source indices and their weights (the
+// spec's cubic convolution with coefficient a, Keys 1981: taps floor(x) - 1 .. floor(x) + 2 at
+// fraction t = x - floor(x)); taps outside the input take the edge value, or with
+// exclude_outside get weight 0 and the others are renormalised to sum 1. Like the linear taps,
+// dims not resized map 1:1.
+struct CubicTap {
+  std::array<std::int64_t, 4> i{};
+  std::array<double, 4> w{};
+  bool outside = false;
+};
+
+std::vector<CubicTap> cubic_taps(const ResizePlan& p, std::size_t d, std::int64_t in_len, Coord coord, double a,
+                                 bool exclude_outside) {
+  const std::int64_t out_len = p.out[d];
+  std::vector<CubicTap> taps(static_cast<std::size_t>(out_len));
+  for (std::int64_t o = 0; o < out_len; ++o) {
+    CubicTap& t = taps[static_cast<std::size_t>(o)];
+    if (!p.resized[d]) {
+      t.i = {o, o, o, o};
+      t.w = {0.0, 1.0, 0.0, 0.0};
+      continue;
+    }
+    const double x = source_coord(coord, static_cast<double>(o), p.scale[d], in_len, out_len, p.roi_start[d],
+                                  p.roi_end[d]);
+    if (coord == Coord::TfCropAndResize && (x < 0 || x > static_cast<double>(in_len - 1))) {
+      t.outside = true;
+      continue;
+    }
+    const double f = std::floor(x), u = x - f;
+    const double d0 = u + 1, d1 = u, d2 = 1 - u, d3 = 2 - u;  // distances to the four taps
+    t.w = {((a * d0 - 5 * a) * d0 + 8 * a) * d0 - 4 * a, ((a + 2) * d1 - (a + 3)) * d1 * d1 + 1,
+           ((a + 2) * d2 - (a + 3)) * d2 * d2 + 1, ((a * d3 - 5 * a) * d3 + 8 * a) * d3 - 4 * a};
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      const std::int64_t src = static_cast<std::int64_t>(f) - 1 + k;
+      if (exclude_outside && (src < 0 || src >= in_len)) t.w[static_cast<std::size_t>(k)] = 0;
+      sum += t.w[static_cast<std::size_t>(k)];
+      t.i[static_cast<std::size_t>(k)] = std::clamp<std::int64_t>(src, 0, in_len - 1);
+    }
+    if (exclude_outside && sum != 0) {
+      for (double& w : t.w) w /= sum;
+    }
+  }
+  return taps;
+}
+
 std::vector<Tap> dim_taps(const ResizePlan& p, std::size_t d, std::int64_t in_len, Coord coord,
-                          bool linear, Nearest nearest) {
+                          bool linear, Nearest nearest, bool opset10) {
   const std::int64_t out_len = p.out[d];
   std::vector<Tap> taps(static_cast<std::size_t>(out_len));
   for (std::int64_t o = 0; o < out_len; ++o) {
@@ -229,7 +291,8 @@ std::vector<Tap> dim_taps(const ResizePlan& p, std::size_t d, std::int64_t in_le
       t.i1 = std::clamp<std::int64_t>(static_cast<std::int64_t>(f) + 1, 0, in_len - 1);
       t.w1 = t.i0 == t.i1 ? 0.0 : x - f;
     } else {
-      t.i0 = t.i1 = std::clamp<std::int64_t>(round_nearest(nearest, x), 0, in_len - 1);
+      t.i0 = t.i1 = std::clamp<std::int64_t>(opset10 ? opset10_nearest(x, p.scale[d]) : round_nearest(nearest, x), 0,
+                                             in_len - 1);
     }
   }
   return taps;
@@ -430,20 +493,76 @@ std::vector<Tensor> run_tflite_resize(const Ctx& c, const OutInfos& o) {
   return {std::move(y)};
 }
 
+// Mode cubic (float32): per output element the weighted sum over the 4^k taps of the k resized
+// dims (weights in double, their product per tap, as the ONNX reference's separable
+// interpolation computes them), or extrapolation_value outside a tf_crop_and_resize window.
+Tensor run_cubic(const Tensor& x, const ResizePlan& p, Coord coord, float a, bool exclude_outside, float extrapolation,
+                 Tensor y) {
+  const Shape& xs = x.shape();
+  const std::size_t r = xs.size();
+  std::vector<std::vector<CubicTap>> taps(r);
+  std::vector<std::size_t> active;
+  for (std::size_t d = 0; d < r; ++d) {
+    taps[d] = cubic_taps(p, d, xs[d], coord, static_cast<double>(a), exclude_outside);
+    if (p.resized[d]) active.push_back(d);
+  }
+  const auto st = contiguous_strides(xs);
+  const float* src = x.as<float>().data();
+  auto out = y.as<float>();
+  std::vector<std::int64_t> idx(r, 0);
+  std::size_t corners = 1;
+  for (std::size_t k = 0; k < active.size(); ++k) corners *= 4;
+  for (std::int64_t i = 0; i < y.elements(); ++i) {
+    bool outside = false;
+    std::int64_t base = 0;
+    for (std::size_t d = 0; d < r; ++d) {
+      const CubicTap& t = taps[d][static_cast<std::size_t>(idx[d])];
+      outside = outside || t.outside;
+      if (!p.resized[d]) base += idx[d] * st[d];
+    }
+    double acc = 0.0;
+    if (!outside) {
+      for (std::size_t m = 0; m < corners; ++m) {
+        double w = 1.0;
+        std::int64_t off = base;
+        std::size_t code = m;
+        for (std::size_t d : active) {
+          const CubicTap& t = taps[d][static_cast<std::size_t>(idx[d])];
+          w *= t.w[code % 4];
+          off += t.i[code % 4] * st[d];
+          code /= 4;
+        }
+        if (w != 0.0) acc += w * static_cast<double>(src[off]);
+      }
+    }
+    out[static_cast<std::size_t>(i)] = outside ? extrapolation : static_cast<float>(acc);
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < p.out[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return y;
+}
+
 std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
   if (c.node.attr_int("tflite_arithmetic", 0) != 0) return run_tflite_resize(c, o);
   const Tensor& x = c.t(0);
   const Shape& xs = x.shape();
   const ResizePlan p = resize_plan(c, xs, true);
-  const Coord coord = *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
-  const bool linear = c.node.attr_string("mode", "nearest") == "linear";
+  const bool opset10 = c.node.inputs.size() == 2;
+  const Coord coord = opset10 ? Coord::Asymmetric
+                              : *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
+  const std::string mode = c.node.attr_string("mode", "nearest");
+  const bool linear = mode == "linear";
   const Nearest nearest = *nearest_mode(c.node.attr_string("nearest_mode", "round_prefer_floor"));
   const float extrapolation = float_attr(c.node, "extrapolation_value", 0.0f);
   const std::size_t r = xs.size();
   Tensor y(o[0].first, o[0].second);
   if (y.elements() == 0) return {std::move(y)};
+  if (mode == "cubic") return {run_cubic(x, p, coord, float_attr(c.node, "cubic_coeff_a", -0.75f),
+                                         c.node.attr_int("exclude_outside", 0) != 0, extrapolation, std::move(y))};
   std::vector<std::vector<Tap>> taps(r);
-  for (std::size_t d = 0; d < r; ++d) taps[d] = dim_taps(p, d, xs[d], coord, linear, nearest);
+  for (std::size_t d = 0; d < r; ++d) taps[d] = dim_taps(p, d, xs[d], coord, linear, nearest, opset10);
   const auto st = contiguous_strides(xs);
   std::vector<std::int64_t> idx(r, 0);
   const std::int64_t total = y.elements();

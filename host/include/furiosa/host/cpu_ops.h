@@ -116,15 +116,18 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    order free); equal values by lower index first; NaN counts as the greatest value.
 ///  - Resize (opsets 11-19: inputs X, roi, scales, sizes; exactly one of scales/sizes non-empty,
 ///    a constant for shape inference): mode 'nearest' (all five dtypes; nearest_mode
-///    round_prefer_floor, round_prefer_ceil, floor, ceil) or 'linear' (float32; N-D: every
-///    resized dim interpolates, so 2-D on [N, C, H, W] is bilinear; weights in double, as the
-///    ONNX reference); every coordinate_transformation_mode (half_pixel, pytorch_half_pixel,
+///    round_prefer_floor, round_prefer_ceil, floor, ceil), 'linear' or 'cubic' (float32; N-D:
+///    every resized dim interpolates, so 2-D on [N, C, H, W] is bilinear / bicubic; cubic with
+///    cubic_coeff_a (default -0.75) and exclude_outside, edge values for taps outside; weights in
+///    double, as the ONNX reference); every coordinate_transformation_mode (half_pixel, pytorch_half_pixel,
 ///    align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize with
 ///    extrapolation_value, half_pixel_symmetric); 'axes' and keep_aspect_ratio_policy (opset 18).
 ///    Output dims are floor(input * scale) with scales, else sizes. Lengths in the coordinate
 ///    formulas are the integer output dims, as ONNX Runtime (the ONNX reference uses input *
-///    scale, which differs for align_corners when that is fractional). Refused: mode 'cubic',
-///    antialias=1, the opset-10 two-input form.
+///    scale, which differs for align_corners when that is fractional). The opset-10 form (X,
+///    scales; nearest or linear) as ONNX Runtime runs it: asymmetric coordinates, nearest
+///    truncating the source coordinate when upsampling, rounding it up when downsampling.
+///    Refused: antialias=1.
 ///    Extension for TFLite models: the int attribute tflite_arithmetic = 1 (set by the TFLite
 ///    importer) computes RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR with TFLite's reference
 ///    kernels instead of the formulas above: X float32, uint8 or int8; `axes` lists the two
