@@ -44,16 +44,33 @@ bool maxpool_claim(const Graph& g, const Node& n) {
          n.attr_int("storage_order", 0) == 0 && g.values[static_cast<std::size_t>(n.inputs[0])].shape.size() == 4;
 }
 
-bool resize_claim(const Graph& g, const Node& n) { return quantized_input0(g, n) && nearest_repeat(g, n).has_value(); }
+bool resize_claim(const Graph& g, const Node& n) {
+  return quantized_input0(g, n) && (nearest_repeat(g, n).has_value() || tflite_bilinear_flags(g, n).has_value());
+}
 
 constexpr std::string_view kQuantizedData = "on uint8/int8 tensors";
 
-const std::array<NpuRow, 18>& npu_table() {
-  static const std::array<NpuRow, 18> rows = {{
+// furiosa::QuantizedAveragePool (TFLite's AVERAGE_POOL_2D) whose one window is the whole input:
+// 4-D uint8/int8, kernel_shape = [H, W], no padding, output [N, C, 1, 1].
+bool whole_input_average_pool_claim(const Graph& g, const Node& n) {
+  if (!quantized_input0(g, n) || n.outputs.empty() || n.outputs[0] < 0) return false;
+  const Value& x = g.values[static_cast<std::size_t>(n.inputs[0])];
+  const Value& y = g.values[static_cast<std::size_t>(n.outputs[0])];
+  if (!x.has_shape || !y.has_shape || x.shape.size() != 4 || y.shape != Shape{x.shape[0], x.shape[1], 1, 1}) return false;
+  const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
+  return n.attr_ints("kernel_shape", {}) == std::vector<std::int64_t>{x.shape[2], x.shape[3]} &&
+         std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; });
+}
+
+const std::array<NpuRow, 19>& npu_table() {
+  static const std::array<NpuRow, 19> rows = {{
       {"QLinearConv", NpuOp::Conv, "LowLevelConv2d / LowLevelDepthwiseConv2d", always},
       {"QLinearMatMul", NpuOp::MatMul, "with a constant 2-D B (LowLevelMatMul)", matmul_claim},
       {"com.microsoft::QLinearAdd", NpuOp::Add, "LowLevelAdd", always},
       {"com.microsoft::QLinearGlobalAveragePool", NpuOp::GlobalAveragePool, "4-D NCHW (channels_last 0)", gap_claim},
+      {"furiosa::QuantizedAveragePool", NpuOp::GlobalAveragePool,
+       "TFLite AVERAGE_POOL_2D with one window over the whole input (TFLite's integer mean)",
+       whole_input_average_pool_claim},
       {"com.microsoft::QLinearConcat", NpuOp::QLinearConcat, "per-input scales requantized on the NPU", always},
       {"furiosa::Requantize", NpuOp::Requantize, "QDQ regions and TFLite element maps", always},
       {"MaxPool", NpuOp::MaxPool, "4-D, on uint8/int8 tensors, no Indices output", maxpool_claim},
@@ -65,7 +82,10 @@ const std::array<NpuRow, 18>& npu_table() {
       {"Squeeze", NpuOp::Reshape, kQuantizedData, quantized_input0},
       {"Unsqueeze", NpuOp::Reshape, kQuantizedData, quantized_input0},
       {"Identity", NpuOp::Reshape, kQuantizedData, quantized_input0},
-      {"Resize", NpuOp::Resize, "nearest upsampling by whole factors of 4-D uint8/int8 tensors", resize_claim},
+      {"Resize", NpuOp::Resize,
+       "nearest upsampling by whole factors of 4-D uint8/int8 tensors; TFLite RESIZE_BILINEAR (uint8/int8, "
+       "TFLite's reference arithmetic)",
+       resize_claim},
       // Quantize/Dequantize are the runtime's own host steps (Where::Host), listed here so the
       // listing and the conformance tests see them; place() handles them before the table.
       {"QuantizeLinear", NpuOp::Reshape, "host Quantize step (per tensor and per axis)", nullptr},
@@ -169,6 +189,24 @@ std::optional<std::array<std::int64_t, 2>> nearest_repeat(const Graph& g, const 
     }
   }
   return std::array<std::int64_t, 2>{fh, fw};
+}
+
+std::optional<std::array<bool, 2>> tflite_bilinear_flags(const Graph& g, const Node& n) {
+  if (n.op_type != "Resize" || !n.domain.empty() || n.attr_int("tflite_arithmetic", 0) != 1 ||
+      n.attr_string("mode", "nearest") != "linear" || n.attr_ints("axes", {}) != std::vector<std::int64_t>{2, 3} ||
+      n.inputs.empty() || n.outputs.empty() || n.inputs[0] < 0 || n.outputs[0] < 0) {
+    return std::nullopt;
+  }
+  const Value& x = g.values[static_cast<std::size_t>(n.inputs[0])];
+  const Value& y = g.values[static_cast<std::size_t>(n.outputs[0])];
+  if ((x.dtype != DType::UInt8 && x.dtype != DType::Int8) || !x.has_shape || !y.has_shape || x.shape.size() != 4 ||
+      y.shape.size() != 4 || x.shape[0] != y.shape[0] || x.shape[1] != y.shape[1] || element_count(y.shape) <= 0) {
+    return std::nullopt;
+  }
+  // The same reading of the coordinate mode as the host kernel (host/src/ops/resize.cpp).
+  const std::string coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (coord != "align_corners" && coord != "half_pixel" && coord != "asymmetric") return std::nullopt;
+  return std::array<bool, 2>{coord == "align_corners", coord == "half_pixel"};
 }
 
 std::vector<std::size_t> data_inputs(const Node& n) {

@@ -68,4 +68,10 @@ std::vector<std::size_t> data_inputs(const Node& n);
 /// Resize run on an index ramp, so the two can never disagree.
 std::optional<std::array<std::int64_t, 2>> nearest_repeat(const Graph& g, const Node& n);
 
+/// TFLite's RESIZE_BILINEAR as the TFLite importer writes it (Resize with tflite_arithmetic = 1,
+/// mode linear, axes [2, 3] of a 4-D NCHW uint8/int8 tensor, N and C kept, shapes known): its
+/// {align_corners, half_pixel_centers} flags for LowLevelResize's TfliteBilinear mode, or
+/// nullopt for any other node.
+std::optional<std::array<bool, 2>> tflite_bilinear_flags(const Graph& g, const Node& n);
+
 }  // namespace furiosa::compiler::detail

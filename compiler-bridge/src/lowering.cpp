@@ -693,6 +693,19 @@ class Lowering {
 
   void emit_gap(const Node& n) {
     const Value& yv = value(n.outputs[0]);
+    if (n.op_type == "QuantizedAveragePool") {  // furiosa domain: TFLite's integer mean (capability.cpp)
+      const auto range = host::quant_range(yv.dtype);
+      const std::array<std::int32_t, 2> clamp{static_cast<std::int32_t>(n.attr_int("output_min", std::get<0>(range))),
+                                              static_cast<std::int32_t>(n.attr_int("output_max", std::get<1>(range)))};
+      auto x = device_any(n.inputs[0], n);
+      auto y = alloc_activation(yv.dtype, yv.shape, isa::Layout::Linear);
+      push_kernel({.kind = isa::KernelKind::GlobalAveragePool, .node_name = n.name, .operator_index = n.index,
+                   .inputs = {x}, .outputs = {y}, .params = isa::GlobalAveragePoolParams{.x = {}, .y = {}, .integer_mean_clamp = clamp}});
+      note_entry(n, "npu", "LowLevelGlobalAveragePool",
+                 "TFLite average pooling over the whole input (integer mean, rounded half away from zero)");
+      produce(n.outputs[0], y);
+      return;
+    }
     auto xq = scalar_quant(g_, n, 1, 2);
     auto yq = scalar_quant(g_, n, 3, 4);
     auto x = device_any(n.inputs[0], n);
@@ -803,6 +816,20 @@ class Lowering {
     const Value& yv = value(n.outputs[0]);
     const auto factors = nearest_repeat(g_, n);
     if (!factors) {
+      if (const auto flags = tflite_bilinear_flags(g_, n)) {
+        auto x = device_any(n.inputs[0], n);
+        auto y = alloc_activation(yv.dtype, yv.shape, x.layout);
+        push_kernel({.kind = isa::KernelKind::Resize, .node_name = n.name, .operator_index = n.index,
+                     .inputs = {x}, .outputs = {y},
+                     .params = isa::ResizeParams{.mode = isa::ResizeParams::Mode::TfliteBilinear,
+                                                 .align_corners = (*flags)[0],
+                                                 .half_pixel_centers = (*flags)[1]}});
+        note_entry(n, "npu", "LowLevelResize",
+                   fmt::format("TFLite bilinear resize {}x{} -> {}x{} of a {} tensor (TFLite's arithmetic)", x.shape[2],
+                               x.shape[3], yv.shape[2], yv.shape[3], dtype_name(yv.dtype)));
+        produce(n.outputs[0], y);
+        return;
+      }
       throw Error(ErrorCode::Internal, fmt::format("node '{}' (Resize): placed on the NPU without a whole-factor "
                                                    "nearest index map", n.name));
     }

@@ -89,8 +89,20 @@ json enc_params(const isa::RequantizeParams& p) {
 json enc_params(const isa::ConcatParams& p) { return {{"axis", p.axis}}; }
 json enc_params(const isa::TransposeParams& p) { return {{"perm", p.perm}}; }
 json enc_params(const isa::SplitParams& p) { return {{"axis", p.axis}}; }
-json enc_params(const isa::GlobalAveragePoolParams& p) { return {{"x", enc(p.x)}, {"y", enc(p.y)}}; }
-json enc_params(const isa::ResizeParams& p) { return {{"scale_h", p.scale_h}, {"scale_w", p.scale_w}}; }
+json enc_params(const isa::GlobalAveragePoolParams& p) {
+  json j = {{"x", enc(p.x)}, {"y", enc(p.y)}};
+  if (p.integer_mean_clamp) j["integer_mean_clamp"] = *p.integer_mean_clamp;
+  return j;
+}
+json enc_params(const isa::ResizeParams& p) {
+  json j = {{"scale_h", p.scale_h}, {"scale_w", p.scale_w}};
+  if (p.mode == isa::ResizeParams::Mode::TfliteBilinear) {
+    j["mode"] = "tflite_bilinear";
+    j["align_corners"] = p.align_corners;
+    j["half_pixel_centers"] = p.half_pixel_centers;
+  }
+  return j;
+}
 
 /// The params alternative (index into Kernel::params) a kernel kind carries.
 std::size_t params_index(isa::KernelKind kind) {
@@ -491,10 +503,24 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std:
     case 6: return isa::ConcatParams{in["axis"].i64()};
     case 7: return isa::TransposeParams{in["perm"].i64s()};
     case 8: return isa::SplitParams{in["axis"].i64()};
-    case 9: return isa::GlobalAveragePoolParams{quant_of(in["x"]), quant_of(in["y"])};
+    case 9: {
+      isa::GlobalAveragePoolParams p{quant_of(in["x"]), quant_of(in["y"])};
+      if (in.has("integer_mean_clamp")) {  // absent: the float formula (files written before it)
+        const auto items = in["integer_mean_clamp"].items();
+        if (items.size() != 2) in["integer_mean_clamp"].fail("expected [out_min, out_max]");
+        p.integer_mean_clamp = std::array<std::int32_t, 2>{items[0].i32(), items[1].i32()};
+      }
+      return p;
+    }
     case 10: {
-      isa::ResizeParams p{in["scale_h"].i64(), in["scale_w"].i64()};
+      isa::ResizeParams p{.scale_h = in["scale_h"].i64(), .scale_w = in["scale_w"].i64()};
       if (p.scale_h < 1 || p.scale_w < 1) in.fail(fmt::format("expected whole scale factors >= 1, got {}x{}", p.scale_h, p.scale_w));
+      if (in.has("mode")) {  // absent: NearestRepeat (files written before the bilinear mode)
+        if (in["mode"].str() != "tflite_bilinear") in["mode"].fail("expected \"tflite_bilinear\"");
+        p.mode = isa::ResizeParams::Mode::TfliteBilinear;
+        p.align_corners = in["align_corners"].boolean();
+        p.half_pixel_centers = in["half_pixel_centers"].boolean();
+      }
       return p;
     }
   }

@@ -37,6 +37,7 @@
 
 #include "fast_kernels.h"
 #include "furiosa/core/error.h"
+#include "furiosa/host/cpu_ops.h"
 
 namespace furiosa::device::sim {
 
@@ -1495,6 +1496,48 @@ void split(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
+// LowLevelResize, mode TfliteBilinear: the input gathered into a dense NCHW tensor, resized by
+// the host operator library's TFLite kernel (the one arithmetic of RESIZE_BILINEAR in the
+// project), the result copied into the output's layout.
+void resize_tflite_bilinear(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::ResizeParams>(kernel);
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  std::byte* yptr = locate(region, yref, "output 0");
+  if (xref.dtype != DType::UInt8 && xref.dtype != DType::Int8) {
+    fault("TFLite bilinear resize takes uint8 or int8, {} is {}", describe("input 0", xref), dtype_name(xref.dtype));
+  }
+  if (xref.shape.size() != 4 || yref.shape.size() != 4 || yref.shape[0] != xref.shape[0] ||
+      yref.shape[1] != xref.shape[1]) {
+    fault("{} and {} must be 4-D with equal N and C", describe("input 0", xref), describe("output 0", yref));
+  }
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  const std::size_t esize = dtype_size(xref.dtype);
+  Tensor x(xref.dtype, xref.shape);
+  copy_block(reinterpret_cast<std::byte*>(x.bytes().data()), xptr,
+             Block{xref.shape, contiguous_strides(xref.shape), layout_strides(xref)}, esize);
+  host::OpNode node;
+  node.name = kernel.node_name;
+  node.op_type = "Resize";
+  node.inputs = {0, -1, -1, 3};
+  node.outputs = {0};
+  node.attributes["mode"] = std::string("linear");
+  node.attributes["tflite_arithmetic"] = std::int64_t{1};
+  node.attributes["axes"] = std::vector<std::int64_t>{2, 3};
+  node.attributes["coordinate_transformation_mode"] =
+      std::string(p.align_corners ? "align_corners" : p.half_pixel_centers ? "half_pixel" : "asymmetric");
+  Tensor sizes(DType::Int64, {2});
+  sizes.as<std::int64_t>()[0] = yref.shape[2];
+  sizes.as<std::int64_t>()[1] = yref.shape[3];
+  const Tensor y = std::move(host::run_cpu_op(node, {&x, nullptr, nullptr, &sizes}).at(0));
+  if (!copy_block(yptr, reinterpret_cast<const std::byte*>(y.bytes().data()),
+                  Block{yref.shape, layout_strides(yref), contiguous_strides(yref.shape)}, esize, nullptr,
+                  dst_rows(yref))) {
+    clear_row_padding(yptr, yref);
+  }
+}
+
 // LowLevelResize: nearest upsampling by whole factors. The output is walked as
 // [N, C, H, scale_h, W, scale_w] with source strides 0 along the two repeat dims, so each
 // output row is one gather of its source row (a copy per element only along W).
@@ -1504,8 +1547,9 @@ void resize(const isa::Kernel& kernel, std::span<std::byte> region) {
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
   locate(region, xref, "input 0");
-  std::byte* yptr = locate(region, yref, "output 0");
   require_same_dtype(yref, "output 0", xref, "input 0");
+  if (p.mode == isa::ResizeParams::Mode::TfliteBilinear) return resize_tflite_bilinear(kernel, region);
+  std::byte* yptr = locate(region, yref, "output 0");
   if (xref.shape.size() != 4 || p.scale_h < 1 || p.scale_w < 1) {
     fault("{} must be 4-D and the scales >= 1 (scale_h {}, scale_w {})", describe("input 0", xref), p.scale_h,
           p.scale_w);
@@ -1623,31 +1667,41 @@ void global_average_pool(const isa::Kernel& kernel, std::span<std::byte> region)
   if (yref.shape != Shape{N, C, 1, 1}) {
     fault("{} must have shape {}", describe("output 0", yref), shape_to_string({N, C, 1, 1}));
   }
-  require_scale(p.x.scale, "x_scale");
-  require_scale(p.y.scale, "y_scale");
-  require_zero_point(p.x.zero_point, xref.dtype, "x_zero_point");
-  require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
+  const bool integer_mean = p.integer_mean_clamp.has_value();
+  if (!integer_mean) {
+    require_scale(p.x.scale, "x_scale");
+    require_scale(p.y.scale, "y_scale");
+    require_zero_point(p.x.zero_point, xref.dtype, "x_zero_point");
+    require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
+  }
   if (N * C == 0) return;
   if (H * W == 0) fault("{} has no spatial elements to average", describe("input 0", xref));
-  const float mult = p.x.scale / (p.y.scale * static_cast<float>(H * W));
+  const float mult = integer_mean ? 0.0f : p.x.scale / (p.y.scale * static_cast<float>(H * W));
   if (!std::isfinite(mult)) fault("requantization multiplier {} is not finite", mult);
+  const std::int32_t count = static_cast<std::int32_t>(H * W);
+  const auto range = isa::quant_range(yref.dtype);  // (no structured binding: clang 14 cannot capture one)
+  // The stored (sum of values - zero point terms) as the output byte: the float requantization,
+  // or TFLite's integer mean of the raw sum.
+  auto result = [&](std::int32_t sum) -> std::int32_t {
+    if (!integer_mean) return isa::requantize(sum, mult, p.y.zero_point, std::get<0>(range), std::get<1>(range));
+    const std::int32_t mean = sum >= 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+    return std::clamp(mean, (*p.integer_mean_clamp)[0], (*p.integer_mean_clamp)[1]);
+  };
 
   std::vector<std::byte> scratch;
   const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
   const std::vector<std::int64_t> xs = layout_strides(xref), ys = layout_strides(yref);
   const bool x_signed = xref.dtype == DType::Int8;
-  const auto [qmin, qmax] = isa::quant_range(yref.dtype);
-  // sum(x - zp) = sum(x) - zp * H * W, in wrapping 32-bit arithmetic like the int32 adders.
+  // sum(x - zp) = sum(x) - zp * H * W, in wrapping 32-bit arithmetic like the int32 adders (the
+  // integer mean sums the raw values).
   const std::uint32_t zp_total =
-      static_cast<std::uint32_t>(p.x.zero_point) * static_cast<std::uint32_t>(H * W);
+      integer_mean ? 0u : static_cast<std::uint32_t>(p.x.zero_point) * static_cast<std::uint32_t>(H * W);
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t c = 0; c < C; ++c) {
       std::uint32_t acc = 0;
       if (use_fast()) {
         acc = fast::sum_rows(xptr + (n * xs[0] + c * xs[1]), xs[2], H, W, x_signed);
-        const auto sum = static_cast<std::int32_t>(acc - zp_total);
-        store8(yptr + (n * ys[0] + c * ys[1]),
-               isa::requantize(sum, mult, p.y.zero_point, qmin, qmax));
+        store8(yptr + (n * ys[0] + c * ys[1]), result(static_cast<std::int32_t>(acc - zp_total)));
         continue;
       }
       for (std::int64_t h = 0; h < H; ++h) {
@@ -1662,9 +1716,7 @@ void global_average_pool(const isa::Kernel& kernel, std::span<std::byte> region)
           for (std::int64_t w = 0; w < W; ++w) acc += row[w];
         }
       }
-      const auto sum = static_cast<std::int32_t>(acc - zp_total);
-      store8(yptr + (n * ys[0] + c * ys[1]),
-             isa::requantize(sum, mult, p.y.zero_point, qmin, qmax));
+      store8(yptr + (n * ys[0] + c * ys[1]), result(static_cast<std::int32_t>(acc - zp_total)));
     }
   }
   clear_row_padding(yptr, yref);

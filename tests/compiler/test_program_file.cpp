@@ -102,6 +102,11 @@ compiler::CompiledModel synthetic_model() {
                               isa::GlobalAveragePoolParams{q, q2}));
   p->kernels.push_back(kernel(KernelKind::Resize, {ref(4400, DType::UInt8, {1, 2, 2, 2})}, {ref(4500, DType::UInt8, {1, 2, 4, 6})},
                               isa::ResizeParams{2, 3}));
+  p->kernels.push_back(kernel(KernelKind::Resize, {ref(4500, DType::UInt8, {1, 2, 4, 6})}, {ref(4600, DType::UInt8, {1, 2, 5, 7})},
+                              isa::ResizeParams{.mode = isa::ResizeParams::Mode::TfliteBilinear, .align_corners = true}));
+  p->kernels.push_back(kernel(KernelKind::GlobalAveragePool, {ref(4600, DType::UInt8, {1, 2, 5, 7})},
+                              {ref(4700, DType::UInt8, {1, 2, 1, 1})},
+                              isa::GlobalAveragePoolParams{.x = {}, .y = {}, .integer_mean_clamp = std::array<std::int32_t, 2>{0, 200}}));
   m.npu_calls.push_back({p, {2}, {3}, 3 * 256, 5 * 256});
 
   const auto cpu = [](compiler::CpuOpKind kind, std::vector<int> in, std::vector<int> out) {
@@ -265,6 +270,14 @@ TEST_CASE("program file: a synthetic model with every kernel, params and attribu
   CHECK(alternatives.size() == std::variant_size_v<decltype(isa::Kernel::params)>);  // a new params kind joins this model
   CHECK(std::get<isa::ResizeParams>(gp.kernels[13].params).scale_h == 2);
   CHECK(std::get<isa::ResizeParams>(gp.kernels[13].params).scale_w == 3);
+  CHECK(std::get<isa::ResizeParams>(gp.kernels[13].params).mode == isa::ResizeParams::Mode::NearestRepeat);
+  const auto& bilinear = std::get<isa::ResizeParams>(gp.kernels[14].params);
+  CHECK(bilinear.mode == isa::ResizeParams::Mode::TfliteBilinear);
+  CHECK(bilinear.align_corners);
+  CHECK_FALSE(bilinear.half_pixel_centers);
+  CHECK_FALSE(std::get<isa::GlobalAveragePoolParams>(gp.kernels[12].params).integer_mean_clamp);
+  CHECK(std::get<isa::GlobalAveragePoolParams>(gp.kernels[15].params).integer_mean_clamp ==
+        std::array<std::int32_t, 2>{0, 200});
   REQUIRE(g.steps.size() == m.steps.size());
   CHECK(g.steps[0].cpu.scales == std::vector<float>{0.5f, 0.25f});
   CHECK(g.steps[0].cpu.round_half_away_from_zero);

@@ -104,6 +104,14 @@ TEST_CASE("TFLite: DeepLabV3 label maps agree with TFLite's arithmetic and Arm N
   CHECK(runner->model().inputs[0].shape == Shape{1, 513, 513, 3});
   CHECK(runner->model().outputs[0].dtype == DType::Int64);
   CHECK(runner->model().outputs[0].shape == Shape{1, 513, 513});
+  // One NPU program with every MAC, the image-pooling AVERAGE_POOL_2D and the three
+  // RESIZE_BILINEAR included (no NPU -> host -> NPU round trip); on the host only the NHWC
+  // input's Lower, the logits' Unlower and the ARG_MAX after the program.
+  const auto summary = compiler::summarize_placement(runner->compiled());
+  INFO(summary.to_string());
+  CHECK(summary.npu_programs == 1);
+  CHECK(summary.host_macs == 0);
+  CHECK(summary.host_steps.size() == 3);
   auto logits_runner = runtime::create_runner(logits_model, deeplab_options("npu0pe1"));
 
   std::set<std::int64_t> classes_seen;

@@ -612,7 +612,8 @@ TEST_CASE("TFLite: uint8 PAD, pools, ADD, CONCATENATION, CONV_2D, RESHAPE, FULLY
   }
 }
 
-TEST_CASE("TFLite: RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR, ARG_MAX and ARG_MIN run on the host", "[tflite][uint8]") {
+TEST_CASE("TFLite: RESIZE_BILINEAR on the NPU, RESIZE_NEAREST_NEIGHBOR, ARG_MAX and ARG_MIN on the host",
+          "[tflite][uint8]") {
   std::mt19937 rng(11);
   TfliteWriter w;
   auto& b = w.builder();
@@ -689,16 +690,30 @@ TEST_CASE("TFLite: RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR, ARG_MAX and ARG_MIN
   }
   CHECK(out[2].as<std::int64_t>()[0] == 1);  // the tie 1 / 3 resolved to the first
   CHECK(out[3].as<std::int32_t>()[0] == 0);  // the tie 0 / 2 resolved to the first
-  // All four run on the host as external operators (partition report, external steps).
-  std::size_t fallback = 0, external = 0;
+  // RESIZE_BILINEAR runs on the NPU (LowLevelResize in TFLite's bilinear mode, the values above);
+  // the nearest resize (an `axes` Resize, not a whole-factor repeat on NCHW) and the two
+  // arg-reductions on the host as external operators (partition report, external steps).
+  std::size_t fallback = 0, external = 0, npu_bilinear = 0;
   for (const auto& e : runner->compiled().report.entries) {
     if (e.op == "Resize" || e.op == "ArgMax" || e.op == "ArgMin") fallback += e.placement == "fallback";
+    npu_bilinear += e.op == "Resize" && e.placement == "npu" && e.target == "LowLevelResize";
   }
   for (const auto& step : runner->compiled().steps) {
     external += step.kind == compiler::Step::Kind::Cpu && step.cpu.kind == compiler::CpuOpKind::External;
   }
-  CHECK(fallback == 4);
-  CHECK(external >= 4);
+  CHECK(npu_bilinear == 1);
+  CHECK(fallback == 3);
+  CHECK(external >= 3);
+  std::size_t bilinear_kernels = 0;
+  for (const auto& call : runner->compiled().npu_calls) {
+    for (const auto& k : call.program->kernels) {
+      if (k.kind == isa::KernelKind::Resize) {
+        const auto& p = std::get<isa::ResizeParams>(k.params);
+        bilinear_kernels += p.mode == isa::ResizeParams::Mode::TfliteBilinear && p.align_corners && !p.half_pixel_centers;
+      }
+    }
+  }
+  CHECK(bilinear_kernels == 1);
 }
 
 // ---- errors ----------------------------------------------------------------------------------

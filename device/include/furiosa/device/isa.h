@@ -258,16 +258,36 @@ struct SplitParams {
 struct GlobalAveragePoolParams {
   QuantParam x;
   QuantParam y;
+  /// Set {out_min, out_max}: TFLite's quantized AVERAGE_POOL_2D with one window over the whole
+  /// input instead of the formula above (x and y share their quantization, as TFLite requires;
+  /// `x` and `y` are unused): count = H * W, sum = the stored values summed in int32,
+  /// y = clamp((sum + count / 2) / count, out_min, out_max) for sum >= 0 and
+  /// (sum - count / 2) / count otherwise (integer division: rounding half away from zero), the
+  /// reference kernels' integer mean (tensorflow/lite/kernels/internal/reference/pooling.h and
+  /// integer_ops/pooling.h); out_min/out_max are the fused activation's clamp.
+  std::optional<std::array<std::int32_t, 2>> integer_mean_clamp = std::nullopt;
 };
 
-/// LowLevelResize: nearest-neighbour upsampling of a 4-D [N, C, H, W] tensor by whole factors,
-/// y[n, c, h, w] = x[n, c, floor(h / scale_h), floor(w / scale_w)], y [N, C, H * scale_h,
-/// W * scale_w], same dtype (any layouts; no arithmetic). The compiler maps an ONNX Resize onto it
-/// only when the Resize's own index map (its mode, coordinate transformation and rounding) is
-/// exactly this repeat, e.g. YOLO's and FPN's x2 nearest upsampling.
+/// LowLevelResize on a 4-D [N, C, H, W] tensor, same dtype in and out (any layouts), in one of
+/// two modes:
+/// - NearestRepeat: nearest-neighbour upsampling by whole factors,
+///   y[n, c, h, w] = x[n, c, floor(h / scale_h), floor(w / scale_w)], y [N, C, H * scale_h,
+///   W * scale_w] (no arithmetic). The compiler maps an ONNX Resize onto it only when the Resize's
+///   own index map (its mode, coordinate transformation and rounding) is exactly this repeat,
+///   e.g. YOLO's and FPN's x2 nearest upsampling.
+/// - TfliteBilinear: TFLite's RESIZE_BILINEAR on uint8 or int8 stored values to y [N, C, OH, OW]
+///   (any sizes), bit-exact with TFLite's reference kernels (uint8: float32 weights, the sum
+///   truncated; int8: 10-bit fixed point rounded half away from zero) with its align_corners and
+///   half_pixel_centers flags; the arithmetic is the host operator library's (host/cpu_ops.h,
+///   Resize with tflite_arithmetic = 1), so the NPU and host paths agree by construction.
+///   Quantization parameters pass through unchanged, as in TFLite.
 struct ResizeParams {
-  std::int64_t scale_h = 1;
+  enum class Mode : std::uint8_t { NearestRepeat, TfliteBilinear };
+  std::int64_t scale_h = 1;  ///< NearestRepeat: whole factors >= 1
   std::int64_t scale_w = 1;
+  Mode mode = Mode::NearestRepeat;
+  bool align_corners = false;       ///< TfliteBilinear: TFLite's align_corners option
+  bool half_pixel_centers = false;  ///< TfliteBilinear: TFLite's half_pixel_centers option
 };
 
 /// Kinds of LowLevel kernels.
