@@ -813,7 +813,7 @@ TEST_CASE("TFLite: declared sizes are checked against the limits and the buffers
 
 // ---- shape operators, MEAN, TFLite_Detection_PostProcess ------------------------------------------
 
-TEST_CASE("TFLite: SHAPE -> STRIDED_SLICE -> PACK folds; STRIDED_SLICE on data follows TFLite's masks",
+TEST_CASE("TFLite: SHAPE -> STRIDED_SLICE -> PACK folds, and STRIDED_SLICE on data follows TFLite's masks",
           "[tflite][shape]") {
   TfliteWriter w;
   auto& b = w.builder();
