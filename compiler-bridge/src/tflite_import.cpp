@@ -16,16 +16,27 @@
 //    coordinates and uint8 truncation of reference_ops::ResizeBilinear<T>, the 10-bit fixed point
 //    of ResizeBilinearInteger for int8, reference_ops::GetNearestNeighbor (host/cpu_ops.h);
 //  - ARG_MAX / ARG_MIN: ArgMax / ArgMin on the stored values, first index on ties
-//    (reference_ops::ArgMinMax keeps the first extreme).
+//    (reference_ops::ArgMinMax keeps the first extreme);
+//  - MEAN on uint8/int8: reference_ops::QuantizedMeanOrSum (kernels/reduce.cc, EvalQuantizedMean):
+//    QuantizeMultiplier(in_scale / out_scale) with 1/count folded into the multiplier
+//    (furiosa::QuantizedMean); float32: ReduceMean;
+//  - TFLite_Detection_PostProcess (custom): kernels/detection_postprocess.cc
+//    (furiosa::TFLiteDetectionPostProcess, host/cpu_ops.h);
+//  - SHAPE, STRIDED_SLICE, PACK, TILE, GATHER, CAST, FILL, RANGE: ONNX Shape (a constant here:
+//    TFLite shapes are static), Slice (+ Reshape for shrink_axis_mask), Reshape + Concat, Tile,
+//    Gather, Cast, Expand, Range; on constant inputs the compiler's fold_constants() evaluates
+//    them once (passes.cpp), on data they run as those operators.
 // The tables and multipliers are computed here; the device only knows the generic fixed-point
 // rule (isa.h).
 #include "furiosa/compiler/tflite_import.h"
 
 #include <fmt/format.h>
 #include <flatbuffers/flatbuffers.h>
+#include <flatbuffers/flexbuffers.h>
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -84,15 +95,28 @@ enum Builtin : int {
   kSoftmax = 25,
   kCustom = 32,
   kPad = 34,
+  kGather = 36,
+  kMean = 40,
+  kStridedSlice = 45,
+  kCast = 53,
   kArgMax = 56,
+  kTile = 69,
+  kShape = 77,
   kArgMin = 79,
+  kPack = 83,
+  kFill = 94,
+  kRange = 96,
   kResizeNearestNeighbor = 97,
   kQuantize = 114,
 };
-constexpr std::array<int, 16> kSupported = {kAdd,          kAveragePool2d,  kConcatenation, kConv2d,
-                                            kDepthwiseConv2d, kDequantize, kFullyConnected, kMaxPool2d,
-                                            kReshape,      kResizeBilinear, kSoftmax,       kPad,
-                                            kArgMax,       kArgMin,         kResizeNearestNeighbor, kQuantize};
+constexpr std::array<int, 25> kSupported = {
+    kAdd,    kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d,       kDequantize, kFullyConnected,
+    kMaxPool2d, kReshape,    kResizeBilinear, kSoftmax, kPad,                 kArgMax,     kArgMin,
+    kResizeNearestNeighbor, kQuantize, kMean, kShape, kStridedSlice,         kPack,       kTile,
+    kGather, kCast,          kFill,          kRange};
+
+// Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
+constexpr const char* kDetectionPostProcess = "TFLite_Detection_PostProcess";
 
 bool is_supported(int code) { return std::find(kSupported.begin(), kSupported.end(), code) != kSupported.end(); }
 
@@ -194,7 +218,7 @@ class Importer {
         const fb::Operator& op = *sg_->operators()->Get(i);
         op_index_ = static_cast<int>(i);
         code_ = builtin_code(op);
-        op_name_ = tflite_builtin_name(code_);
+        op_name_ = code_ == kCustom ? custom_code(op) : tflite_builtin_name(code_);
         map_operator(op);
       }
     }
@@ -291,6 +315,12 @@ class Importer {
     }
   }
 
+  // The custom_code of a CUSTOM operator ("" when absent).
+  std::string custom_code(const fb::Operator& op) const {
+    const fb::OperatorCode& c = *m_.operator_codes()->Get(op.opcode_index());  // checked by builtin_code
+    return c.custom_code() ? c.custom_code()->str() : "";
+  }
+
   int builtin_code(const fb::Operator& op) const {
     const auto* codes = m_.operator_codes();
     if (!codes || op.opcode_index() >= codes->size()) {
@@ -310,6 +340,7 @@ class Importer {
       const fb::Operator& op = *sg_->operators()->Get(i);
       const int code = builtin_code(op);
       if (is_supported(code)) continue;
+      if (code == kCustom && custom_code(op) == kDetectionPostProcess) continue;
       std::string what = fmt::format("operator {}: {} (builtin code {})", i, tflite_builtin_name(code), code);
       if (code == kCustom) {
         const fb::OperatorCode& c = *m_.operator_codes()->Get(op.opcode_index());
@@ -710,6 +741,18 @@ class Importer {
       case kResizeNearestNeighbor: return resize(op, false);
       case kArgMax: return arg_min_max(op, true);
       case kArgMin: return arg_min_max(op, false);
+      case kMean: return mean(op);
+      case kShape: return shape_op(op);
+      case kStridedSlice: return strided_slice(op);
+      case kPack: return pack(op);
+      case kTile: return tile(op);
+      case kGather: return gather(op);
+      case kCast: return cast(op);
+      case kFill: return fill(op);
+      case kRange: return range(op);
+      case kCustom:
+        if (op_name_ == kDetectionPostProcess) return detection_postprocess(op);
+        unsupported("is not supported");
       default: unsupported("is not supported");  // check_operators() already refused it
     }
   }
@@ -1307,6 +1350,451 @@ class Importer {
     add_node("Cast", "", {idx}, {output_model(y)}, {{"to", std::int64_t{6}}}, "/int32");  // TensorProto INT32
   }
 
+  // ---- shape operators, MEAN, detection post-processing -----------------------------------------
+  // The integer values of constant tensor t (int32 or int64).
+  std::vector<std::int64_t> int_constant(int t, const char* what) const {
+    require_constant(t, what);
+    const Tensor c = constant_tensor(t);
+    std::vector<std::int64_t> v;
+    if (c.dtype() == DType::Int32) {
+      for (auto x : c.as<std::int32_t>()) v.push_back(x);
+    } else if (c.dtype() == DType::Int64) {
+      for (auto x : c.as<std::int64_t>()) v.push_back(x);
+    } else {
+      bad(fmt::format("{} '{}' must be int32 or int64, is {}", what, info(t).name, dtype_name(c.dtype())));
+    }
+    return v;
+  }
+
+  // An int64 IR value of an int32/int64 tensor: an int64 constant, or a Cast of a computed value.
+  int int64_view(int t, const char* what) {
+    const DType d = dtype(t);
+    if (d != DType::Int32 && d != DType::Int64) bad(fmt::format("{} '{}' must be int32 or int64, is {}", what, info(t).name, dtype_name(d)));
+    if (info(t).data) {
+      const auto v = int_constant(t, what);
+      Tensor c(DType::Int64, info(t).shape);
+      std::copy(v.begin(), v.end(), c.as<std::int64_t>().begin());
+      return add_constant(info(t).name + "/int64", std::move(c));
+    }
+    const int src = model_view(t);
+    if (d == DType::Int64) return src;
+    const int v = add_value(info(t).name + "/int64", DType::Int64, info(t).shape);
+    add_node("Cast", "", {src}, {v}, {{"to", std::int64_t{7}}}, "/int64");
+    return v;
+  }
+
+  // The ONNX TensorProto type number of an IR dtype (Cast's `to`).
+  static std::int64_t onnx_type(DType d) {
+    switch (d) {
+      case DType::Float32: return 1;
+      case DType::UInt8: return 2;
+      case DType::Int8: return 3;
+      case DType::Int32: return 6;
+      case DType::Int64: return 7;
+    }
+    return 0;
+  }
+
+  void require_outputs(const std::vector<int>& in, std::size_t n_in, const std::vector<int>& out, std::size_t n_out) const {
+    if (in.size() != n_in || out.size() != n_out) {
+      bad(fmt::format("has {} inputs and {} outputs; expected {} and {}", in.size(), out.size(), n_in, n_out));
+    }
+    for (int t : in) {
+      if (t < 0) bad("an input is missing");
+    }
+  }
+
+  // SHAPE: TFLite shapes are static, so the result is a constant now (what fold_constants()
+  // does for ONNX Shape).
+  void shape_op(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 1, 1, out);
+    const int x = in[0], y = out[0];
+    const DType yd = dtype(y);
+    if (yd != DType::Int32 && yd != DType::Int64) bad(fmt::format("output '{}' is {}; SHAPE gives int32 or int64", info(y).name, dtype_name(yd)));
+    const Shape& xs = info(x).shape;
+    check_output_shape(y, {static_cast<std::int64_t>(xs.size())});
+    Tensor t(yd, {static_cast<std::int64_t>(xs.size())});
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      if (yd == DType::Int32) t.as<std::int32_t>()[i] = static_cast<std::int32_t>(xs[i]);
+      else t.as<std::int64_t>()[i] = xs[i];
+    }
+    info(y).model = add_constant(info(y).name, std::move(t));
+  }
+
+  // STRIDED_SLICE with constant begin/end/strides -> Slice (+ Reshape dropping shrunk axes), with
+  // TFLite's mask semantics (strided_slice_logic.h): a begin_mask bit starts at the first element
+  // of the stride's direction, an end_mask bit runs to the last, a shrink_axis_mask bit takes the
+  // one element at begin and removes the dim; negative begin/end count from the end and are
+  // clamped. ellipsis_mask, new_axis_mask and offset are refused.
+  void strided_slice(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 4, 4, out);
+    const int x = in[0], y = out[0];
+    const auto* o = op.builtin_options_as_StridedSliceOptions();
+    const std::int32_t begin_mask = o ? o->begin_mask() : 0, end_mask = o ? o->end_mask() : 0;
+    const std::int32_t shrink_mask = o ? o->shrink_axis_mask() : 0;
+    if (o && (o->ellipsis_mask() != 0 || o->new_axis_mask() != 0)) {
+      unsupported(fmt::format("ellipsis_mask {} and new_axis_mask {} are not supported (both must be 0)",
+                              o->ellipsis_mask(), o->new_axis_mask()));
+    }
+    if (o && o->offset()) unsupported("offset = true is not supported");
+    const auto begin = int_constant(in[1], "begin"), end = int_constant(in[2], "end"), strides = int_constant(in[3], "strides");
+    const Shape& xs = info(x).shape;
+    if (begin.size() != end.size() || begin.size() != strides.size() || begin.size() > xs.size()) {
+      bad(fmt::format("begin, end and strides have {}, {} and {} values for input '{}' {}", begin.size(), end.size(),
+                      strides.size(), info(x).name, shape_to_string(xs)));
+    }
+    std::vector<std::int64_t> starts, ends, axes, steps;
+    Shape full, expected;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const std::int64_t dim = xs[i];
+      if (i >= begin.size()) {
+        full.push_back(dim);
+        expected.push_back(dim);
+        continue;
+      }
+      const bool shrink = (shrink_mask >> i) & 1;
+      std::int64_t step = strides[i];
+      if (step == 0) bad(fmt::format("strides[{}] is 0", i));
+      auto clamp = [&](std::int64_t v) {
+        if (v < 0) v += dim;
+        return step > 0 ? std::clamp<std::int64_t>(v, 0, dim) : std::clamp<std::int64_t>(v, -1, dim - 1);
+      };
+      std::int64_t start = ((begin_mask >> i) & 1) ? (step > 0 ? 0 : dim - 1) : clamp(begin[i]);
+      std::int64_t stop = 0;
+      if (shrink) {
+        if (((begin_mask >> i) & 1) == 0 && (begin[i] < -dim || begin[i] >= dim)) {
+          bad(fmt::format("begin[{}] = {} is out of range for shrinking dim {} of size {}", i, begin[i], i, dim));
+        }
+        step = 1;
+        start = std::clamp<std::int64_t>(start, 0, dim - 1);
+        stop = start + 1;
+      } else {
+        stop = ((end_mask >> i) & 1) ? (step > 0 ? dim : -1) : clamp(end[i]);
+      }
+      const std::int64_t len = step > 0 ? std::max<std::int64_t>(0, (stop - start + step - 1) / step)
+                                        : std::max<std::int64_t>(0, (start - stop - step - 1) / -step);
+      if (len == 0) bad(fmt::format("dim {} is sliced to no elements, which is not supported", i));
+      full.push_back(len);
+      if (!shrink) expected.push_back(len);
+      if (len == dim && step == 1) continue;  // the whole dim
+      starts.push_back(start);
+      ends.push_back(step < 0 && stop < 0 ? -dim - 1 : stop);  // ONNX: -dim - 1 is "before 0"
+      axes.push_back(static_cast<std::int64_t>(i));
+      steps.push_back(step);
+    }
+    check_output_shape(y, expected);
+    dtype(x);
+    const std::string base = info(y).name;
+    int v = model_view(x);
+    if (!axes.empty()) {
+      auto vec = [&](const char* what, const std::vector<std::int64_t>& vals) {
+        Tensor t(DType::Int64, {static_cast<std::int64_t>(vals.size())});
+        std::copy(vals.begin(), vals.end(), t.as<std::int64_t>().begin());
+        return add_constant(fmt::format("{}/{}", base, what), std::move(t));
+      };
+      const bool last = full == expected;
+      const int s = last ? output_model(y) : add_value(base + "/slice", dtype(x), full);
+      add_node("Slice", "", {v, vec("starts", starts), vec("ends", ends), vec("axes", axes), vec("steps", steps)}, {s}, {});
+      if (last) return;
+      v = s;
+    }
+    add_node("Reshape", "", {v, shape_constant(base + "/shape", expected)}, {output_model(y)}, {}, "/shrink");
+  }
+
+  // PACK -> each input reshaped with a dim of 1 at `axis`, then Concat along it.
+  void pack(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    if (in.empty() || out.size() != 1) bad(fmt::format("has {} inputs and {} outputs; expected >= 1 and 1", in.size(), out.size()));
+    const int y = out[0];
+    const auto* o = op.builtin_options_as_PackOptions();
+    const Shape& s = info(in[0]).shape;
+    const auto rank = static_cast<std::int64_t>(s.size());
+    std::int64_t axis = o ? o->axis() : 0;
+    if (axis < 0) axis += rank + 1;
+    if (axis < 0 || axis > rank) bad(fmt::format("axis {} is out of range for inputs of rank {}", o ? o->axis() : 0, rank));
+    if (o && o->values_count() != static_cast<std::int32_t>(in.size())) {
+      bad(fmt::format("values_count {} disagrees with its {} inputs", o->values_count(), in.size()));
+    }
+    const DType d = dtype(in[0]);
+    for (int t : in) {
+      if (t < 0) bad("an input is missing");
+      if (info(t).shape != s || dtype(t) != d) {
+        bad(fmt::format("input '{}' is {} {}, the first input {} {}", info(t).name, dtype_name(dtype(t)),
+                        shape_to_string(info(t).shape), dtype_name(d), shape_to_string(s)));
+      }
+    }
+    Shape one = s;
+    one.insert(one.begin() + axis, 1);
+    Shape expected = s;
+    expected.insert(expected.begin() + axis, static_cast<std::int64_t>(in.size()));
+    check_output_shape(y, expected);
+    const std::string base = info(y).name;
+    if (in.size() == 1) {
+      add_node("Reshape", "", {model_view(in[0]), shape_constant(base + "/shape", expected)}, {output_model(y)}, {});
+      return;
+    }
+    std::vector<int> parts;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const int v = add_value(fmt::format("{}/part{}", base, k), d, one);
+      add_node("Reshape", "", {model_view(in[k]), shape_constant(fmt::format("{}/part{}_shape", base, k), one)}, {v}, {},
+               fmt::format("/part{}", k));
+      parts.push_back(v);
+    }
+    add_node("Concat", "", parts, {output_model(y)}, {{"axis", axis}});
+  }
+
+  void tile(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 2, 2, out);
+    const int x = in[0], m = in[1], y = out[0];
+    dtype(x);
+    if (info(m).data) {
+      const auto mult = int_constant(m, "multiples");
+      const Shape& xs = info(x).shape;
+      if (mult.size() != xs.size()) bad(fmt::format("multiples '{}' has {} values for input {}", info(m).name, mult.size(), shape_to_string(xs)));
+      Shape expected = xs;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        if (mult[i] < 0) bad(fmt::format("multiples[{}] = {} is negative", i, mult[i]));
+        expected[i] *= mult[i];
+      }
+      check_output_shape(y, expected);
+    }
+    add_node("Tile", "", {model_view(x), int64_view(m, "multiples")}, {output_model(y)}, {});
+  }
+
+  void gather(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 2, 2, out);
+    const int x = in[0], idx = in[1], y = out[0];
+    const auto* o = op.builtin_options_as_GatherOptions();
+    if (o && o->batch_dims() != 0) unsupported(fmt::format("batch_dims {} is not supported (0 only)", o->batch_dims()));
+    const Shape& xs = info(x).shape;
+    const auto rank = static_cast<std::int64_t>(xs.size());
+    std::int64_t axis = o ? o->axis() : 0;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) bad(fmt::format("axis {} is out of range for input '{}' {}", o ? o->axis() : 0, info(x).name, shape_to_string(xs)));
+    const DType id = dtype(idx);
+    if (id != DType::Int32 && id != DType::Int64) bad(fmt::format("indices '{}' must be int32 or int64, is {}", info(idx).name, dtype_name(id)));
+    dtype(x);
+    Shape expected(xs.begin(), xs.begin() + axis);
+    expected.insert(expected.end(), info(idx).shape.begin(), info(idx).shape.end());
+    expected.insert(expected.end(), xs.begin() + axis + 1, xs.end());
+    check_output_shape(y, expected);
+    add_node("Gather", "", {model_view(x), model_view(idx)}, {output_model(y)}, {{"axis", axis}});
+  }
+
+  // CAST converts the stored values (no quantization is applied), as TFLite's kernel does.
+  void cast(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 1, 1, out);
+    const int x = in[0], y = out[0];
+    dtype(x);
+    check_output_shape(y, info(x).shape);
+    add_node("Cast", "", {model_view(x)}, {output_model(y)}, {{"to", onnx_type(dtype(y))}});
+  }
+
+  // FILL(dims, value) -> Expand(value, dims).
+  void fill(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 2, 2, out);
+    const int dims = in[0], value = in[1], y = out[0];
+    if (element_count(info(value).shape) != 1) bad(fmt::format("value '{}' must hold one element", info(value).name));
+    if (dtype(value) != dtype(y)) bad(fmt::format("value '{}' is {}, output '{}' {}", info(value).name, dtype_name(dtype(value)), info(y).name, dtype_name(dtype(y))));
+    int v = model_view(value);
+    if (!info(value).shape.empty()) {
+      const int scalar = add_value(info(value).name + "/scalar", dtype(value), {});
+      add_node("Reshape", "", {v, shape_constant(info(value).name + "/scalar_shape", {})}, {scalar}, {}, "/scalar");
+      v = scalar;
+    }
+    add_node("Expand", "", {v, int64_view(dims, "dims")}, {output_model(y)}, {});
+  }
+
+  void range(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 3, 3, out);
+    std::vector<int> scalars;
+    for (int t : in) {
+      if (element_count(info(t).shape) != 1 || dtype(t) != dtype(out[0])) {
+        bad(fmt::format("input '{}' must be one {} value, is {} {}", info(t).name, dtype_name(dtype(out[0])),
+                        dtype_name(dtype(t)), shape_to_string(info(t).shape)));
+      }
+      int v = model_view(t);
+      if (!info(t).shape.empty()) {
+        const int s = add_value(info(t).name + "/scalar", dtype(t), {});
+        add_node("Reshape", "", {v, shape_constant(info(t).name + "/scalar_shape", {})}, {s}, {}, "/scalar");
+        v = s;
+      }
+      scalars.push_back(v);
+    }
+    add_node("Range", "", scalars, {output_model(out[0])}, {});
+  }
+
+  // MEAN over constant axes. uint8/int8: furiosa::QuantizedMean with TFLite's
+  // reference_ops::QuantizedMeanOrSum arithmetic: multiplier QuantizeMultiplier(in_scale /
+  // out_scale), then shift s = min(floor(log2(count)), 32, 31 + shift), multiplier
+  // (multiplier << s) / count, shift - s; float32: ReduceMean. A rank-4 input held only in NCHW
+  // is reduced there when the result's element order is the model's.
+  void mean(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 2, 2, out);
+    const int x = in[0], y = out[0];
+    const auto* o = op.builtin_options_as_ReducerOptions();
+    const bool keep = o && o->keep_dims();
+    const Shape& xs = info(x).shape;
+    const auto rank = static_cast<std::int64_t>(xs.size());
+    std::vector<bool> reduced(xs.size(), false);
+    for (auto a : int_constant(in[1], "axis")) {
+      const std::int64_t ax = a < 0 ? a + rank : a;
+      if (ax < 0 || ax >= rank) bad(fmt::format("axis {} is out of range for input '{}' {}", a, info(x).name, shape_to_string(xs)));
+      reduced[static_cast<std::size_t>(ax)] = true;  // duplicates count once (TFLite's ResolveAxis)
+    }
+    Shape expected;
+    std::vector<std::int64_t> axes;
+    std::int64_t count = 1;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      if (!reduced[i]) {
+        expected.push_back(xs[i]);
+        continue;
+      }
+      axes.push_back(static_cast<std::int64_t>(i));
+      count *= xs[i];
+      if (keep) expected.push_back(1);
+    }
+    check_output_shape(y, expected);
+    const DType d = dtype(x);
+    if (d != dtype(y)) bad(fmt::format("input '{}' is {}, output '{}' {}", info(x).name, dtype_name(d), info(y).name, dtype_name(dtype(y))));
+    if (d != DType::Float32 && !is_quantized(d)) unsupported(fmt::format("input '{}' is {}; float32, uint8 and int8 are supported", info(x).name, dtype_name(d)));
+    if (count == 0) bad(fmt::format("input '{}' {} has no elements to average", info(x).name, shape_to_string(xs)));
+    if (axes.empty()) {  // TFLite copies the input (ReduceIsCopy), even between quantizations
+      add_node("Reshape", "", {ordered_view(x), shape_constant(info(y).name + "/shape", expected)}, {output_model(y)}, {});
+      return;
+    }
+    // The NCHW view when only it exists and the result's order agrees with the model's.
+    bool nchw = rank == 4 && info(x).model < 0 && info(x).nchw >= 0;
+    std::vector<std::int64_t> nchw_axes;
+    if (nchw) {
+      for (auto a : axes) nchw_axes.push_back(nchw_axis(a));
+      std::sort(nchw_axes.begin(), nchw_axes.end());
+      if (!keep) {
+        std::int64_t prev = -1;  // the kept dims must appear in the same order in both layouts
+        for (std::int64_t i = 0; i < 4; ++i) {
+          if (reduced[static_cast<std::size_t>(i)]) continue;
+          nchw = nchw && nchw_axis(i) > prev;
+          prev = nchw_axis(i);
+        }
+      }
+    }
+    const int xv = nchw ? nchw_view(x) : model_view(x);
+    const int yv = nchw && keep ? output_nchw(y) : output_model(y);
+    std::map<std::string, Attribute> attrs = {{"axes", nchw ? nchw_axes : axes}, {"keepdims", std::int64_t{keep ? 1 : 0}}};
+    if (d == DType::Float32) {
+      add_node("ReduceMean", "", {xv}, {yv}, std::move(attrs));
+      return;
+    }
+    const Quant xq = quant(x), yq = quant(y);
+    isa::QuantizedMultiplier m = isa::quantize_multiplier(static_cast<double>(xq.scale) / static_cast<double>(yq.scale));
+    int s = std::bit_width(static_cast<std::uint64_t>(count)) - 1;  // 63 - CountLeadingZeros(count)
+    s = std::min(s, 32);
+    s = std::min(s, 31 + m.shift);
+    m.multiplier = static_cast<std::int32_t>((static_cast<std::int64_t>(m.multiplier) << s) / count);
+    m.shift -= s;
+    attrs["x_zero_point"] = std::int64_t{xq.zero_point};
+    attrs["y_zero_point"] = std::int64_t{yq.zero_point};
+    attrs["fixed_point_multiplier"] = std::int64_t{m.multiplier};
+    attrs["fixed_point_shift"] = std::int64_t{m.shift};
+    add_node("QuantizedMean", "furiosa", {xv}, {yv}, std::move(attrs));
+  }
+
+  // A float32 view of a detection input: the tensor itself, or its DequantizeLinear (uint8/int8).
+  int float_view(int t, const char* what) {
+    const DType d = dtype(t);
+    if (d == DType::Float32) return model_view(t);
+    if (!is_quantized(d)) bad(fmt::format("{} '{}' is {}; float32, uint8 and int8 are supported", what, info(t).name, dtype_name(d)));
+    const Quant q = quant(t);
+    const std::string base = info(t).name;
+    const int v = add_value(base + "/dequantized", DType::Float32, info(t).shape);
+    add_node("DequantizeLinear", "", {model_view(t), scale_constant(base + "/scale", {q.scale}),
+                                      zero_point_constant(base + "/zero_point", d, {q.zero_point})}, {v}, {}, "/dequantize");
+    return v;
+  }
+
+  // TFLite_Detection_PostProcess (custom) -> furiosa::TFLiteDetectionPostProcess with the options
+  // of its FlexBuffer map. Quantized box encodings and class predictions are dequantized first
+  // ((q - zero_point) * scale in float32, as the kernel does); the constant anchors are
+  // dequantized here.
+  void detection_postprocess(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_outputs(in, 3, out, 4);
+    const auto* opts = op.custom_options();
+    if (!opts || opts->size() == 0) bad("has no custom_options (its FlexBuffer map of options)");
+    if (!flexbuffers::VerifyBuffer(opts->data(), opts->size())) bad("custom_options is not a valid FlexBuffer");
+    const auto root = flexbuffers::GetRoot(opts->data(), opts->size());
+    if (!root.IsMap()) bad("custom_options is not a FlexBuffer map");
+    const flexbuffers::Map map = root.AsMap();
+    auto option = [&](const char* key, bool required) {
+      const flexbuffers::Reference r = map[key];
+      if (required && r.IsNull()) bad(fmt::format("custom option '{}' is missing", key));
+      return r;
+    };
+    std::map<std::string, Attribute> attrs;
+    for (const char* key : {"max_detections", "max_classes_per_detection", "num_classes"}) {
+      attrs[key] = std::int64_t{option(key, true).AsInt32()};
+    }
+    const auto per_class = option("detections_per_class", false);
+    attrs["detections_per_class"] = std::int64_t{per_class.IsNull() ? 100 : per_class.AsInt32()};
+    const auto regular = option("use_regular_nms", false);
+    attrs["use_regular_nms"] = std::int64_t{!regular.IsNull() && regular.AsBool() ? 1 : 0};
+    for (const char* key : {"nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale", "w_scale"}) {
+      attrs[key] = option(key, true).AsFloat();
+    }
+    const std::int64_t max_det = std::get<std::int64_t>(attrs["max_detections"]);
+    const std::int64_t per_det = std::get<std::int64_t>(attrs["max_classes_per_detection"]);
+    if (max_det < 0 || per_det < 1) bad(fmt::format("max_detections {} and max_classes_per_detection {} must be >= 0 and >= 1", max_det, per_det));
+    const int anchors = in[2];
+    require_constant(anchors, "anchors");
+    const Shape& as = info(anchors).shape;
+    if (as.size() != 2 || as[1] != 4) bad(fmt::format("anchors '{}' must be [anchors, 4], is {}", info(anchors).name, shape_to_string(as)));
+    const Tensor at = constant_tensor(anchors);
+    Tensor af(DType::Float32, as);
+    if (at.dtype() == DType::Float32) {
+      af = at;
+    } else if (is_quantized(at.dtype())) {
+      const Quant q = quant(anchors);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(at.elements()); ++i) {
+        const float v = at.dtype() == DType::UInt8 ? static_cast<float>(at.as<std::uint8_t>()[i]) : static_cast<float>(at.as<std::int8_t>()[i]);
+        af.as<float>()[i] = (v - static_cast<float>(q.zero_point)) * q.scale;
+      }
+    } else {
+      bad(fmt::format("anchors '{}' are {}; float32, uint8 and int8 are supported", info(anchors).name, dtype_name(at.dtype())));
+    }
+    const std::int64_t n = max_det * per_det;
+    const std::array<Shape, 4> shapes = {Shape{1, n, 4}, Shape{1, n}, Shape{1, n}, Shape{1}};
+    std::vector<int> outs;
+    for (std::size_t k = 0; k < 4; ++k) {
+      TInfo& ti = info(out[k]);
+      if (dtype(out[k]) != DType::Float32) bad(fmt::format("output '{}' is {}; the outputs are float32", ti.name, dtype_name(dtype(out[k]))));
+      if (ti.shape.empty()) ti.shape = shapes[k];  // converters may leave the shapes to the kernel
+      check_output_shape(out[k], shapes[k]);
+      outs.push_back(output_model(out[k]));
+    }
+    const int boxes = float_view(in[0], "box encodings"), scores = float_view(in[1], "class predictions");
+    add_node("TFLiteDetectionPostProcess", "furiosa", {boxes, scores, add_constant(info(anchors).name + "/float", std::move(af))},
+             outs, std::move(attrs));
+  }
+
+
   const fb::Model& m_;
   std::string source_;
   LoadLimits limits_;
@@ -1330,6 +1818,7 @@ std::string tflite_builtin_name(int code) {
 std::vector<std::string> tflite_supported_operators() {
   std::vector<std::string> out;
   for (int code : kSupported) out.push_back(tflite_builtin_name(code));
+  out.push_back(std::string("CUSTOM:") + kDetectionPostProcess);
   return out;
 }
 

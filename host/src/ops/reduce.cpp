@@ -1,5 +1,5 @@
-// The host operator library (host/cpu_ops.h): ReduceMean, and the selections along one axis:
-// ArgMax, ArgMin, TopK.
+// The host operator library (host/cpu_ops.h): ReduceMean, furiosa::QuantizedMean (TFLite's
+// integer MEAN), and the selections along one axis: ArgMax, ArgMin, TopK.
 #include "ops_common.h"
 
 namespace furiosa::host::detail {
@@ -97,6 +97,84 @@ std::vector<Tensor> run_reduce_mean(const Ctx& c, const OutInfos& o) {
   for (std::size_t i = 0; i < acc.size(); ++i) {
     y[i] = static_cast<float>(acc[i] / static_cast<double>(count));
   }
+  return {std::move(ty)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// furiosa::QuantizedMean: TFLite's quantized MEAN (reference_ops::QuantizedMeanOrSum)
+// ---------------------------------------------------------------------------------------------
+
+std::string check_qmean(const Node& n, const DtypeList& d) {
+  Checker ch{n, d, {}};
+  ch.in(0, "data", kQ8);
+  const std::int64_t shift = n.attr_int("fixed_point_shift", 0);
+  ch.require(n.attributes.count("fixed_point_multiplier") > 0, "attribute 'fixed_point_multiplier' is required");
+  ch.require(shift >= -31 && shift <= 30, fmt::format("fixed_point_shift {} is outside [-31, 30]", shift));
+  return ch.reason;
+}
+OutInfos infer_qmean(const Ctx& c) {
+  return {{c.dtype(0, "data"), reduction(c, c.shape(0, "data")).out}};
+}
+
+// gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, i.e. TFLite's
+// MultiplyByQuantizedMultiplier (the same rule as isa::multiply_by_quantized_multiplier, which
+// lives above this library).
+std::int32_t mul_by_quantized_multiplier(std::int32_t x, std::int32_t multiplier, int shift) {
+  const int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+  const auto a = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << left);
+  std::int32_t high = std::numeric_limits<std::int32_t>::max();
+  if (!(a == multiplier && a == std::numeric_limits<std::int32_t>::min())) {
+    const std::int64_t ab = static_cast<std::int64_t>(a) * multiplier;
+    const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
+    high = static_cast<std::int32_t>((ab + nudge) / (std::int64_t{1} << 31));
+  }
+  const auto mask = static_cast<std::int32_t>((std::int64_t{1} << right) - 1);
+  const std::int32_t remainder = high & mask;
+  const std::int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+  return (high >> right) + (remainder > threshold ? 1 : 0);
+}
+
+std::vector<Tensor> run_qmean(const Ctx& c, const OutInfos& o) {
+  const Tensor& tx = c.t(0);
+  const Shape& xs = tx.shape();
+  const Reduction r = reduction(c, xs);
+  Tensor ty(o[0].first, o[0].second);
+  Shape kept(xs.size());
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    kept[d] = r.reduced[d] ? 1 : xs[d];
+    if (r.reduced[d]) count *= xs[d];
+  }
+  std::vector<std::int64_t> st = broadcast_strides(kept, xs.size());
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    if (r.reduced[d]) st[d] = 0;
+  }
+  const auto multiplier = static_cast<std::int32_t>(c.node.attr_int("fixed_point_multiplier", 0));
+  const auto shift = static_cast<int>(c.node.attr_int("fixed_point_shift", 0));
+  const auto x_zp = static_cast<std::int32_t>(c.node.attr_int("x_zero_point", 0));
+  const auto y_zp = static_cast<std::int32_t>(c.node.attr_int("y_zero_point", 0));
+  visit_dtype(tx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>) {
+      // TFLite sums into int32 (temp_sum); so do we (wrapping is impossible below 2^23 elements).
+      std::vector<std::int32_t> acc(static_cast<std::size_t>(ty.elements()), 0);
+      const T* x = tx.as<T>().data();
+      strided_rows<1>(xs, {st}, {0},
+                      [&](std::int64_t o2, std::array<std::int64_t, 1> off, std::int64_t len,
+                          std::array<std::int64_t, 1> inner) {
+                        for (std::int64_t j = 0; j < len; ++j) {
+                          acc[static_cast<std::size_t>(off[0] + j * inner[0])] += x[o2 + j];
+                        }
+                      });
+      constexpr std::int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+      auto y = ty.as<T>();
+      for (std::size_t i = 0; i < acc.size(); ++i) {
+        const auto shifted = static_cast<std::int32_t>(acc[i] - static_cast<std::int64_t>(x_zp) * count);
+        const std::int32_t v = mul_by_quantized_multiplier(shifted, multiplier, shift) + y_zp;
+        y[i] = static_cast<T>(std::clamp(v, lo, hi));
+      }
+    }
+  });
   return {std::move(ty)};
 }
 
@@ -252,6 +330,7 @@ OpRows reduce_ops() {
   rows.onnx.push_back({"ArgMax", 1, 1, 1, check_arg, infer_arg, run_arg<true>});
   rows.onnx.push_back({"ArgMin", 1, 1, 1, check_arg, infer_arg, run_arg<false>});
   rows.onnx.push_back({"TopK", 1, 2, 2, check_topk, infer_topk, run_topk});
+  rows.furiosa.push_back({"QuantizedMean", 1, 2, 1, check_qmean, infer_qmean, run_qmean});
   return rows;
 }
 

@@ -9,7 +9,12 @@
 // zero-point blocks, QUANTIZE QuantizeLinear (float input) or furiosa::Requantize (8-bit input),
 // DEQUANTIZE DequantizeLinear, RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR Resize (host) with
 // tflite_arithmetic = 1 (TFLite's reference resize arithmetic, host/cpu_ops.h), ARG_MAX / ARG_MIN
-// ArgMax / ArgMin (host; + Cast for int32 outputs). Every requantizing node carries TFLite's fixed-point multipliers
+// ArgMax / ArgMin (host; + Cast for int32 outputs), MEAN furiosa::QuantizedMean (uint8/int8,
+// TFLite's QuantizedMeanOrSum) or ReduceMean (float32) on the host, the shape operators SHAPE,
+// STRIDED_SLICE, PACK, TILE, GATHER, CAST, FILL, RANGE as ONNX Shape/Slice/Concat/Tile/Gather/
+// Cast/Expand/Range (folded to constants by the compiler when their inputs are constant), and
+// the custom operator TFLite_Detection_PostProcess furiosa::TFLiteDetectionPostProcess (host).
+// Every requantizing node carries TFLite's fixed-point multipliers
 // and the clamp of its fused activation (NONE, RELU, RELU_N1_TO_1, RELU6) as the attributes of
 // graph.h, so the NPU applies TFLite's integer rule (QuantizeMultiplier,
 // SaturatingRoundingDoublingHighMul, RoundingDivideByPOT; ADD's left_shift 20) rather than ONNX's
@@ -37,7 +42,8 @@ namespace furiosa::compiler {
 ///    out of range;
 ///  - UnsupportedOperator: builtin operators outside tflite_supported_operators() (all of them
 ///    listed in one error, each as "operator <index>: <NAME> (builtin code <code>)"), custom
-///    operators, float variants of the quantized compute operators, unsupported fused
+///    operators other than TFLite_Detection_PostProcess, STRIDED_SLICE with ellipsis_mask or
+///    new_axis_mask, float variants of the quantized compute operators, unsupported fused
 ///    activations (TANH, SIGN_BIT);
 ///  - IncompatibleModel: a tensor whose dims exceed `limits` (rank, elements, bytes; checked before
 ///    anything is allocated) or whose buffer does not hold exactly the bytes its shape needs,
@@ -58,7 +64,8 @@ bool is_tflite_bytes(const std::string& bytes) noexcept;
 /// or "BUILTIN_<code>" for a code this build does not name.
 std::string tflite_builtin_name(int code);
 
-/// Builtin operators import_tflite maps, by name, in builtin-code order.
+/// Builtin operators import_tflite maps, by name (in builtin-code order of the original set, then
+/// the later additions), and last the custom operators as "CUSTOM:<custom_code>".
 std::vector<std::string> tflite_supported_operators();
 
 /// Reads a model file of either format: TFLite when the file name ends in ".tflite" (any case) or

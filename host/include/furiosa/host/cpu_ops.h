@@ -183,14 +183,30 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    per tensor, per column of B (N elements, or broadcastable to B's shape with a second-last
 ///    dim of 1).
 ///
-/// Besides these ONNX operators, run_cpu_op runs one operator of the "furiosa" domain that the
-/// TFLite importer emits (not listed here, since it is no ONNX operator):
+/// Besides these ONNX operators, run_cpu_op runs operators of the "furiosa" domain that the
+/// TFLite importer emits (not listed here, since they are no ONNX operators):
 ///  - furiosa::QuantizedAveragePool (uint8/int8 X [N, C, H, W] -> same dtype): attributes
 ///    kernel_shape, strides, pads (ONNX order), output_min, output_max. Each output is the sum of
 ///    the raw stored values over the window's in-bounds taps divided by their count, rounded half
 ///    away from zero, clamped to [output_min, output_max] (default: the dtype's range), i.e.
 ///    TFLite's quantized AVERAGE_POOL_2D reference kernels (input and output share their
 ///    quantization).
+///  - furiosa::QuantizedMean (uint8/int8 data -> same dtype): attributes axes (or an int64 axes
+///    input), keepdims, x_zero_point, y_zero_point, fixed_point_multiplier, fixed_point_shift.
+///    Each output is MultiplyByQuantizedMultiplier(sum - x_zero_point * count, multiplier, shift)
+///    + y_zero_point, clamped to the dtype: TFLite's reference_ops::QuantizedMeanOrSum, whose
+///    multiplier (QuantizeMultiplier(in_scale / out_scale) with 1/count folded in) the importer
+///    computes.
+///  - furiosa::TFLiteDetectionPostProcess (float32 box encodings [1, A, >= 4], class predictions
+///    [1, A, C or C + 1], anchors [A, 4] -> float32 boxes [1, N, 4], classes [1, N], scores
+///    [1, N], num_detections [1], N = max_detections * max_classes_per_detection): TFLite's
+///    custom op TFLite_Detection_PostProcess with its options as attributes (max_detections,
+///    max_classes_per_detection, detections_per_class, use_regular_nms, num_classes as ints;
+///    nms_score_threshold, nms_iou_threshold, y_scale, x_scale, h_scale, w_scale as floats):
+///    center-size decode in double, scores >= threshold, IoU > threshold suppresses, fast
+///    (class-agnostic over each anchor's best classes) or regular (per class) NMS, background
+///    column 0 skipped when there are C + 1 columns, unused output slots zero. Equal scores are
+///    ordered by lower index (TFLite's partial sorts leave that order unspecified).
 std::vector<std::string> cpu_op_list();
 
 }  // namespace furiosa::host
