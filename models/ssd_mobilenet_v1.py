@@ -239,6 +239,20 @@ class Builder:
         return dequantize(yq, ys, yzp)
 
 
+def print_summary(model: onnx.ModelProto, b: Builder) -> None:
+    """Node counts, convs and parameters, and the calibration's share of saturated uint8 values."""
+    ops: dict[str, int] = {}
+    for n in model.graph.node:
+        ops[n.op_type] = ops.get(n.op_type, 0) + 1
+    print("nodes: " + ", ".join(f"{k} {v}" for k, v in ops.items()))
+    print(f"convs {b.n_conv}, parameters {b.params:,}")
+    print("calibration (one random image), share of uint8 values at 0 / at 255:")
+    for kind, st in b.stats.items():
+        z = np.mean([s[0] for s in st])
+        f = np.mean([s[1] for s in st])
+        print(f"  {kind:16s} x{len(st):<3d} {100 * z:5.1f} % / {100 * f:5.2f} %")
+
+
 def build(seed: int, weight_max: int) -> tuple[onnx.ModelProto, Builder, np.ndarray, np.ndarray]:
     b = Builder(seed, weight_max)
     calib = b.rng.random((3, IMAGE, IMAGE), dtype=np.float32) * np.float32(2.0) - np.float32(1.0)
@@ -300,16 +314,7 @@ def main() -> int:
     onnx.save(model, a.out)
     elapsed = time.monotonic() - t0
     if not a.quiet:
-        ops = {}
-        for n in model.graph.node:
-            ops[n.op_type] = ops.get(n.op_type, 0) + 1
-        print("nodes: " + ", ".join(f"{k} {v}" for k, v in ops.items()))
-        print(f"convs {b.n_conv}, parameters {b.params:,}")
-        print("calibration (one random image), share of uint8 values at 0 / at 255:")
-        for kind, st in b.stats.items():
-            z = np.mean([s[0] for s in st])
-            f = np.mean([s[1] for s in st])
-            print(f"  {kind:16s} x{len(st):<3d} {100 * z:5.1f} % / {100 * f:5.2f} %")
+        print_summary(model, b)
         print(f"calibration outputs: boxes in [{boxes.min():.3f}, {boxes.max():.3f}], "
               f"scores in [{scores.min():.3f}, {scores.max():.3f}]")
     print(f"{a.out}: SSD-MobileNet v1 int8 (QOperator), input float [1,3,{IMAGE},{IMAGE}], seed {a.seed}, "

@@ -76,7 +76,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ssd_mobilenet_v1 import Builder, conv_float, dequantize, quant_params, quantize  # noqa: E402
+from ssd_mobilenet_v1 import Builder, conv_float, dequantize, print_summary, quant_params, quantize  # noqa: E402
 
 IMAGE = 640
 NUM_CLASSES = 80
@@ -364,16 +364,7 @@ def main() -> int:
     onnx.save(model, a.out)
     elapsed = time.monotonic() - t0
     if not a.quiet:
-        ops: dict[str, int] = {}
-        for n in model.graph.node:
-            ops[n.op_type] = ops.get(n.op_type, 0) + 1
-        print("nodes: " + ", ".join(f"{k} {v}" for k, v in ops.items()))
-        print(f"convs {b.n_conv}, parameters {b.params:,}")
-        print("calibration (one random image), share of uint8 values at 0 / at 255:")
-        for kind, st in b.stats.items():
-            z = np.mean([s[0] for s in st])
-            f = np.mean([s[1] for s in st])
-            print(f"  {kind:16s} x{len(st):<3d} {100 * z:5.1f} % / {100 * f:5.2f} %")
+        print_summary(model, b)
         cls = sigmoid(raw[4 * REG_MAX:])
         print(f"calibration head: DFL logits in [{raw[:64].min():.3f}, {raw[:64].max():.3f}], class scores "
               f"> 0.5: {int((cls > 0.5).sum())} of {cls.size}")

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "test_support.h"
 
@@ -84,6 +85,41 @@ float output_step(const compiler::CompiledModel& m, const std::string& name) {
   }
   FAIL("no per-tensor Dequantize step writes output '" << name << "'");
   return 0;
+}
+
+Tensor seeded_uniform(const Shape& shape, float lo, float hi, unsigned seed) {
+  Tensor t(DType::Float32, shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (float& v : t.as<float>()) v = dist(gen);
+  return t;
+}
+
+std::unique_ptr<runtime::Runner> generated_model_runner(const std::string& file, const char* device) {
+  const fs::path model = fs::path(FURIOSA_GENERATED_MODELS_DIR) / file;
+  INFO("model " << model.string());
+  REQUIRE(fs::exists(model));
+  runtime::RunnerOptions opts;
+  opts.device = device;
+  return runtime::create_runner(model, opts);
+}
+
+std::size_t match_detections(const std::vector<postprocess::Detection>& ours,
+                             const std::vector<postprocess::Detection>& ref) {
+  std::size_t matched_count = 0;
+  std::vector<bool> used(ref.size(), false);
+  for (const auto& d : ours) {
+    bool matched = false;
+    for (std::size_t k = 0; k < ref.size() && !matched; ++k) {
+      if (!used[k] && ref[k].class_id == d.class_id && postprocess::iou(d.box, ref[k].box) >= 0.99f) {
+        used[k] = matched = true;
+      }
+    }
+    INFO("detection class " << d.class_id << " anchor " << d.anchor << " score " << d.score);
+    CHECK(matched);
+    matched_count += matched ? 1 : 0;
+  }
+  return matched_count;
 }
 
 std::map<compiler::CpuOpKind, int> host_step_kinds(const compiler::CompiledModel& m) {

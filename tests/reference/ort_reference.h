@@ -10,6 +10,8 @@
 
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/core/tensor.h"
+#include "furiosa/postprocess/ssd.h"
+#include "furiosa/runtime/runner.h"
 
 namespace furiosa::test {
 
@@ -28,5 +30,17 @@ float output_step(const compiler::CompiledModel& m, const std::string& name);
 
 /// Host steps of a compiled model counted by kind.
 std::map<compiler::CpuOpKind, int> host_step_kinds(const compiler::CompiledModel& m);
+
+/// A float32 tensor of `shape` with values uniform in [lo, hi) from std::mt19937(seed).
+Tensor seeded_uniform(const Shape& shape, float lo, float hi, unsigned seed);
+
+/// A Runner on `device` for the model `file` generated into FURIOSA_GENERATED_MODELS_DIR
+/// (models/CMakeLists.txt); fails the test when the file is missing.
+std::unique_ptr<runtime::Runner> generated_model_runner(const std::string& file, const char* device);
+
+/// Matches `ours` against `ref` one to one: each of ours needs a distinct detection of `ref` of
+/// the same class with IoU >= 0.99 (CHECKed per detection). Returns how many matched.
+std::size_t match_detections(const std::vector<postprocess::Detection>& ours,
+                             const std::vector<postprocess::Detection>& ref);
 
 }  // namespace furiosa::test

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "furiosa/postprocess/ssd.h"
 #include "furiosa/runtime/runner.h"
@@ -25,13 +24,7 @@ namespace {
 constexpr int kInputs = 3;
 
 // Uniform [-1, 1) floats (the model's input range) from a seeded generator.
-Tensor seeded_image(unsigned seed) {
-  Tensor t(DType::Float32, {1, 3, 300, 300});
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (float& v : t.as<float>()) v = dist(gen);
-  return t;
-}
+Tensor seeded_image(unsigned seed) { return test::seeded_uniform({1, 3, 300, 300}, -1.0f, 1.0f, seed); }
 
 // Detections' options: MLPerf's IoU 0.6 and limits; a score threshold of 0.85 (sigmoid) leaves
 // about 170 class/anchor candidates per input of the random-weight model (0.3 would leave most
@@ -45,10 +38,7 @@ postprocess::DetectOptions detect_options() {
 void compare_with_ort(const std::string& file, const char* device) {
   const fs::path model = fs::path(FURIOSA_GENERATED_MODELS_DIR) / file;
   INFO("model " << model.string());
-  REQUIRE(fs::exists(model));
-  runtime::RunnerOptions opts;
-  opts.device = device;
-  auto runner = runtime::create_runner(model, opts);
+  auto runner = test::generated_model_runner(file, device);
 
   // Placement: one NPU program; on the host only the input's Quantize and Lower (width 300 is
   // not a multiple of 32) and the two outputs' Dequantize.
@@ -97,18 +87,7 @@ void compare_with_ort(const std::string& file, const char* device) {
     INFO("input " << i);
     CHECK(!d_ort.empty());
     CHECK(d_ours.size() == d_ort.size());
-    std::vector<bool> used(d_ort.size(), false);
-    for (const auto& d : d_ours) {
-      bool matched = false;
-      for (std::size_t k = 0; k < d_ort.size() && !matched; ++k) {
-        if (!used[k] && d_ort[k].class_id == d.class_id && postprocess::iou(d.box, d_ort[k].box) >= 0.99f) {
-          used[k] = matched = true;
-        }
-      }
-      INFO("detection class " << d.class_id << " anchor " << d.anchor << " score " << d.score);
-      CHECK(matched);
-      matched_all += matched ? 1 : 0;
-    }
+    matched_all += test::match_detections(d_ours, d_ort);
     detections += d_ours.size();
   }
   fmt::print("{}: {} inputs vs ONNX Runtime 1.30: worst output difference {:.3f} steps; {} detections in all, "

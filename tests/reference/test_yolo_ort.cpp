@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "furiosa/postprocess/yolo.h"
 #include "furiosa/runtime/runner.h"
@@ -27,13 +26,7 @@ constexpr int kInputs = 3;
 constexpr std::size_t kClasses = 80;
 
 // Uniform [0, 1) floats (pixel / 255, the model's input range) from a seeded generator.
-Tensor seeded_image(unsigned seed) {
-  Tensor t(DType::Float32, {1, 3, 640, 640});
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(0.0f, 1.0f);
-  for (float& v : t.as<float>()) v = dist(gen);
-  return t;
-}
+Tensor seeded_image(unsigned seed) { return test::seeded_uniform({1, 3, 640, 640}, 0.0f, 1.0f, seed); }
 
 // Ultralytics' defaults except the score threshold: 0.85 instead of 0.25 leaves 90-190 candidate
 // anchors on two of the three inputs of the random-weight model, below the 300-detection cap (at
@@ -47,10 +40,7 @@ postprocess::YoloDetectOptions detect_options() {
 void compare_with_ort(const std::string& file, const char* device) {
   const fs::path model = fs::path(FURIOSA_GENERATED_MODELS_DIR) / file;
   INFO("model " << model.string());
-  REQUIRE(fs::exists(model));
-  runtime::RunnerOptions opts;
-  opts.device = device;
-  auto runner = runtime::create_runner(model, opts);
+  auto runner = test::generated_model_runner(file, device);
 
   // Placement: one NPU program with every convolution; on the host the input's Quantize (no
   // Lower: width 640 is a multiple of 32), the head's Dequantize and the 16 float decode nodes,
@@ -104,18 +94,7 @@ void compare_with_ort(const std::string& file, const char* device) {
     CHECK(!d_ort.empty());
     below_cap += d_ort.size() < detect_options().max_detections ? 1 : 0;
     CHECK(d_ours.size() == d_ort.size());
-    std::vector<bool> used(d_ort.size(), false);
-    for (const auto& d : d_ours) {
-      bool matched = false;
-      for (std::size_t k = 0; k < d_ort.size() && !matched; ++k) {
-        if (!used[k] && d_ort[k].class_id == d.class_id && postprocess::iou(d.box, d_ort[k].box) >= 0.99f) {
-          used[k] = matched = true;
-        }
-      }
-      INFO("detection class " << d.class_id << " anchor " << d.anchor << " score " << d.score);
-      CHECK(matched);
-      matched_all += matched ? 1 : 0;
-    }
+    matched_all += test::match_detections(d_ours, d_ort);
     detections += d_ours.size();
   }
   fmt::print("{}: {} inputs vs ONNX Runtime 1.30: worst raw difference {:.3f} steps, output0 boxes {:.4f} px, "

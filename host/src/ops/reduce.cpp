@@ -2,6 +2,8 @@
 // integer MEAN), and the selections along one axis: ArgMax, ArgMin, TopK.
 #include "ops_common.h"
 
+#include "furiosa/host/fixed_point.h"
+
 namespace furiosa::host::detail {
 namespace {
 
@@ -18,6 +20,26 @@ struct Reduction {
   std::vector<bool> reduced;
   Shape out;
 };
+
+// Where each input element accumulates: output strides over the input's dims (keepdims
+// layout), 0 along reduced dims; and how many input elements each output sums.
+struct ReductionWalk {
+  std::vector<std::int64_t> out_strides;
+  std::int64_t count = 1;
+};
+ReductionWalk reduction_walk(const Reduction& r, const Shape& xs) {
+  ReductionWalk w;
+  Shape kept(xs.size());
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    kept[d] = r.reduced[d] ? 1 : xs[d];
+    if (r.reduced[d]) w.count *= xs[d];
+  }
+  w.out_strides = broadcast_strides(kept, xs.size());
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    if (r.reduced[d]) w.out_strides[d] = 0;
+  }
+  return w;
+}
 Reduction reduction(const Ctx& c, const Shape& x) {
   std::vector<std::int64_t> axes;
   if (c.has(1)) {
@@ -57,17 +79,9 @@ std::vector<Tensor> run_reduce_mean(const Ctx& c, const OutInfos& o) {
   const Shape& xs = tx.shape();
   const Reduction r = reduction(c, xs);
   Tensor ty(o[0].first, o[0].second);
-  // Output strides over the input's dims (keepdims layout), 0 along reduced dims.
-  Shape kept(xs.size());
-  std::int64_t count = 1;
-  for (std::size_t d = 0; d < xs.size(); ++d) {
-    kept[d] = r.reduced[d] ? 1 : xs[d];
-    if (r.reduced[d]) count *= xs[d];
-  }
-  std::vector<std::int64_t> st = broadcast_strides(kept, xs.size());
-  for (std::size_t d = 0; d < xs.size(); ++d) {
-    if (r.reduced[d]) st[d] = 0;
-  }
+  const ReductionWalk walk = reduction_walk(r, xs);  // (no structured binding: lambdas below read these)
+  const std::vector<std::int64_t>& st = walk.out_strides;
+  const std::int64_t count = walk.count;
   std::vector<double> acc(static_cast<std::size_t>(ty.elements()), 0.0);
   const float* x = tx.as<float>().data();
   // Reduced dims all after the kept ones (global average pooling over H, W): each output is the
@@ -116,41 +130,16 @@ OutInfos infer_qmean(const Ctx& c) {
   return {{c.dtype(0, "data"), reduction(c, c.shape(0, "data")).out}};
 }
 
-// gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, i.e. TFLite's
-// MultiplyByQuantizedMultiplier (the same rule as isa::multiply_by_quantized_multiplier, which
-// lives above this library).
-std::int32_t mul_by_quantized_multiplier(std::int32_t x, std::int32_t multiplier, int shift) {
-  const int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
-  const auto a = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << left);
-  std::int32_t high = std::numeric_limits<std::int32_t>::max();
-  if (!(a == multiplier && a == std::numeric_limits<std::int32_t>::min())) {
-    const std::int64_t ab = static_cast<std::int64_t>(a) * multiplier;
-    const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
-    high = static_cast<std::int32_t>((ab + nudge) / (std::int64_t{1} << 31));
-  }
-  const auto mask = static_cast<std::int32_t>((std::int64_t{1} << right) - 1);
-  const std::int32_t remainder = high & mask;
-  const std::int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
-  return (high >> right) + (remainder > threshold ? 1 : 0);
-}
-
 std::vector<Tensor> run_qmean(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
   const Shape& xs = tx.shape();
   const Reduction r = reduction(c, xs);
   Tensor ty(o[0].first, o[0].second);
-  Shape kept(xs.size());
-  std::int64_t count = 1;
-  for (std::size_t d = 0; d < xs.size(); ++d) {
-    kept[d] = r.reduced[d] ? 1 : xs[d];
-    if (r.reduced[d]) count *= xs[d];
-  }
-  std::vector<std::int64_t> st = broadcast_strides(kept, xs.size());
-  for (std::size_t d = 0; d < xs.size(); ++d) {
-    if (r.reduced[d]) st[d] = 0;
-  }
+  const ReductionWalk walk = reduction_walk(r, xs);  // (no structured binding: lambdas below read these)
+  const std::vector<std::int64_t>& st = walk.out_strides;
+  const std::int64_t count = walk.count;
   const auto multiplier = static_cast<std::int32_t>(c.node.attr_int("fixed_point_multiplier", 0));
-  const auto shift = static_cast<int>(c.node.attr_int("fixed_point_shift", 0));
+  const auto shift = static_cast<std::int32_t>(c.node.attr_int("fixed_point_shift", 0));
   const auto x_zp = static_cast<std::int32_t>(c.node.attr_int("x_zero_point", 0));
   const auto y_zp = static_cast<std::int32_t>(c.node.attr_int("y_zero_point", 0));
   visit_dtype(tx.dtype(), [&](auto tag) {
@@ -170,7 +159,7 @@ std::vector<Tensor> run_qmean(const Ctx& c, const OutInfos& o) {
       auto y = ty.as<T>();
       for (std::size_t i = 0; i < acc.size(); ++i) {
         const auto shifted = static_cast<std::int32_t>(acc[i] - static_cast<std::int64_t>(x_zp) * count);
-        const std::int32_t v = mul_by_quantized_multiplier(shifted, multiplier, shift) + y_zp;
+        const std::int32_t v = multiply_by_quantized_multiplier(shifted, {multiplier, shift}) + y_zp;
         y[i] = static_cast<T>(std::clamp(v, lo, hi));
       }
     }
