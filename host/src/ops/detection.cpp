@@ -249,7 +249,8 @@ std::vector<std::int64_t> dpp_single_class(const std::vector<Corners>& boxes, co
 
 std::vector<Tensor> run_dpp(const Ctx& c, const OutInfos& o) {
   const DppParams p = dpp_params(c);
-  const auto [A, cols] = dpp_dims(c, p);
+  const std::array<std::int64_t, 2> dims = dpp_dims(c, p);  // (no structured binding: clang 14 cannot capture one)
+  const std::int64_t A = dims[0], cols = dims[1];
   const Tensor& enc = c.t(0);
   const std::int64_t enc_len = enc.shape()[2];
   const float* e = enc.as<float>().data();
