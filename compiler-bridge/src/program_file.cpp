@@ -104,6 +104,13 @@ json enc_params(const isa::ResizeParams& p) {
   return j;
 }
 
+json enc_params(const isa::SliceParams& p) { return {{"starts", p.starts}, {"steps", p.steps}}; }
+json enc_params(const isa::PadParams& p) {
+  return {{"begins", p.begins}, {"mode", static_cast<int>(p.mode)}, {"value", p.value}};
+}
+json enc_params(const isa::MulParams& p) { return {{"a", enc(p.a)}, {"b", enc(p.b)}, {"y", enc(p.y)}}; }
+json enc_params(const isa::SubParams& p) { return {{"a", enc(p.a)}, {"b", enc(p.b)}, {"y", enc(p.y)}}; }
+
 /// The params alternative (index into Kernel::params) a kernel kind carries.
 std::size_t params_index(isa::KernelKind kind) {
   using K = isa::KernelKind;
@@ -120,6 +127,10 @@ std::size_t params_index(isa::KernelKind kind) {
     case K::Split: return 8;
     case K::GlobalAveragePool: return 9;
     case K::Resize: return 10;
+    case K::Slice: return 11;
+    case K::Pad: return 12;
+    case K::Mul: return 13;
+    case K::Sub: return 14;
   }
   return std::variant_npos;
 }
@@ -523,6 +534,18 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std:
       }
       return p;
     }
+    case 11: {
+      isa::SliceParams p{in["starts"].i64s(), in["steps"].i64s()};
+      if (p.steps.size() != p.starts.size()) in["steps"].fail(fmt::format("expected {} entries, got {}", p.starts.size(), p.steps.size()));
+      return p;
+    }
+    case 12: {
+      const std::int64_t mode = in["mode"].i64();
+      if (mode < 0 || mode > static_cast<std::int64_t>(isa::PadParams::Mode::Wrap)) in["mode"].fail("expected 0 (constant) to 3 (wrap)");
+      return isa::PadParams{in["begins"].i64s(), static_cast<isa::PadParams::Mode>(mode), in["value"].i32()};
+    }
+    case 13: return isa::MulParams{quant_of(in["a"]), quant_of(in["b"]), quant_of(in["y"])};
+    case 14: return isa::SubParams{quant_of(in["a"]), quant_of(in["b"]), quant_of(in["y"])};
   }
   in.fail("unknown kernel kind");
 }
@@ -534,7 +557,9 @@ struct Arity {
 Arity arity_of(isa::KernelKind kind) {
   using K = isa::KernelKind;
   switch (kind) {
-    case K::Add: return {2, 2, 1, 1};
+    case K::Add:
+    case K::Mul:
+    case K::Sub: return {2, 2, 1, 1};
     case K::Concat: return {1, 0, 1, 1};
     case K::Split: return {1, 1, 1, 0};
     default: return {1, 1, 1, 1};
@@ -550,7 +575,7 @@ void check_arity(const In& in, std::size_t n, std::size_t lo, std::size_t hi) {
 
 isa::Kernel kernel_of(const In& in, std::uint64_t dram) {
   isa::Kernel k;
-  k.kind = enum_of<isa::KernelKind>(in["kind"], isa::kernel_name, 12);
+  k.kind = enum_of<isa::KernelKind>(in["kind"], isa::kernel_name, 16);
   k.node_name = in["node_name"].str();
   k.operator_index = in["operator_index"].i32(-1);
   k.inputs = refs_of(in["inputs"], dram);

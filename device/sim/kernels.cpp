@@ -939,16 +939,32 @@ inline std::int32_t fixed_point_add(std::int32_t a, std::int32_t b, const isa::A
   return std::clamp(v, f.out_min, f.out_max);
 }
 
-// LowLevelAdd (com.microsoft QLinearAdd) with numpy-style broadcasting of equal-rank operands.
-void add(const isa::Kernel& kernel, std::span<std::byte> region) {
-  const auto& p = params_of<isa::AddParams>(kernel);
+// The located, validated operands of a two-input element-wise kernel (LowLevelAdd / Mul / Sub):
+// 8-bit a, b and y, a and b broadcasting numpy-style to y's shape (equal ranks), usable
+// quantization parameters; strides are layout strides over y's shape (0 along broadcast dims).
+struct BinaryOperands {
+  const std::byte* a = nullptr;
+  const std::byte* b = nullptr;
+  std::byte* y = nullptr;
+  Shape dims;  ///< y's shape ({1} for a scalar)
+  std::vector<std::int64_t> sa, sb, sy;
+  bool a_signed = false, b_signed = false;
+  std::int32_t qmin = 0, qmax = 255;
+  std::int64_t y_pad = 0;  ///< row padding elements after each innermost run of a lowered y
+  bool empty = false;      ///< y has no elements
+};
+
+BinaryOperands binary_operands(const isa::Kernel& kernel, std::span<std::byte> region,
+                               const isa::QuantParam& a, const isa::QuantParam& b,
+                               const isa::QuantParam& y) {
   require_arity(kernel, 2, 1);
   const TensorRef& aref = kernel.inputs[0];
   const TensorRef& bref = kernel.inputs[1];
   const TensorRef& yref = kernel.outputs[0];
-  const std::byte* aptr = locate(region, aref, "input 0");
-  const std::byte* bptr = locate(region, bref, "input 1");
-  std::byte* yptr = locate(region, yref, "output 0");
+  BinaryOperands o;
+  o.a = locate(region, aref, "input 0");
+  o.b = locate(region, bref, "input 1");
+  o.y = locate(region, yref, "output 0");
   require_8bit(aref, "input 0");
   require_8bit(bref, "input 1");
   require_8bit(yref, "output 0");
@@ -963,12 +979,75 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
             shape_to_string(out));
     }
   }
-  require_scale(p.a.scale, "a_scale");
-  require_scale(p.b.scale, "b_scale");
-  require_scale(p.y.scale, "y_scale");
-  require_zero_point(p.a.zero_point, aref.dtype, "a_zero_point");
-  require_zero_point(p.b.zero_point, bref.dtype, "b_zero_point");
-  require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
+  require_scale(a.scale, "a_scale");
+  require_scale(b.scale, "b_scale");
+  require_scale(y.scale, "y_scale");
+  require_zero_point(a.zero_point, aref.dtype, "a_zero_point");
+  require_zero_point(b.zero_point, bref.dtype, "b_zero_point");
+  require_zero_point(y.zero_point, yref.dtype, "y_zero_point");
+  o.empty = element_count(out) == 0;
+  o.sa = broadcast_strides(aref, out);
+  o.sb = broadcast_strides(bref, out);
+  o.sy = broadcast_strides(yref, out);
+  o.dims = out;
+  if (o.dims.empty()) {  // a scalar: one element
+    o.dims = {1};
+    o.sa = o.sb = o.sy = {0};
+  }
+  o.a_signed = aref.dtype == DType::Int8;
+  o.b_signed = bref.dtype == DType::Int8;
+  o.y_pad = yref.layout == Layout::LoweredNCHW ? isa::padded_width(o.dims.back()) - o.dims.back() : 0;
+  const auto range = isa::quant_range(yref.dtype);
+  o.qmin = std::get<0>(range);
+  o.qmax = std::get<1>(range);
+  return o;
+}
+
+// Calls run(pa, pb, py) for every innermost run of the output (dims.back() elements, strides
+// sa/sb/sy.back() apart) and zeroes the row padding after each run of a lowered output.
+// Element y[i] depends only on a[i] and b[i], and each run reads its elements before writing
+// them, so an output placed exactly over an input is fine.
+template <class RunFn>
+void for_each_binary_run(const BinaryOperands& o, RunFn&& run) {
+  const std::size_t outer_rank = o.dims.size() - 1;
+  const std::int64_t inner = o.dims.back();
+  std::vector<std::int64_t> index(outer_rank, 0);  // odometer over all dims but the last
+  for (;;) {
+    std::int64_t oa = 0, ob = 0, oy = 0;
+    for (std::size_t d = 0; d < outer_rank; ++d) {
+      oa += index[d] * o.sa[d];
+      ob += index[d] * o.sb[d];
+      oy += index[d] * o.sy[d];
+    }
+    std::byte* py = o.y + oy;
+    run(o.a + oa, o.b + ob, py);
+    if (o.y_pad > 0) std::memset(py + inner, 0, static_cast<std::size_t>(o.y_pad));
+    std::size_t d = outer_rank;
+    while (d > 0 && ++index[d - 1] == o.dims[d - 1]) index[--d] = 0;
+    if (d == 0) break;
+  }
+}
+
+// Runs elem(a, b) -> stored y over every element (8-bit values as int32).
+template <class ElemFn>
+void binary_elementwise(const BinaryOperands& o, ElemFn&& elem) {
+  if (o.empty) return;
+  const std::int64_t inner = o.dims.back();
+  const std::int64_t ia = o.sa.back(), ib = o.sb.back(), iy = o.sy.back();
+  for_each_binary_run(o, [&](const std::byte* pa, const std::byte* pb, std::byte* py) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      store8(py + i * iy, elem(load8(pa + i * ia, o.a_signed), load8(pb + i * ib, o.b_signed)));
+    }
+  });
+}
+
+// LowLevelAdd (com.microsoft QLinearAdd) with numpy-style broadcasting of equal-rank operands.
+void add(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::AddParams>(kernel);
+  const BinaryOperands o = binary_operands(kernel, region, p.a, p.b, p.y);
+  const TensorRef& aref = kernel.inputs[0];
+  const TensorRef& bref = kernel.inputs[1];
+  const TensorRef& yref = kernel.outputs[0];
   if (p.fixed_point) {
     const isa::FixedPointAdd& f = *p.fixed_point;
     if (f.left_shift < 0 || f.left_shift > 22) {
@@ -979,84 +1058,75 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
     require_multiplier(f.b_mult, "fixed-point multiplier of b");
     require_multiplier(f.y_mult, "fixed-point multiplier of y");
     require_output_range(f.out_min, f.out_max, yref.dtype);
+    return binary_elementwise(o, [&](std::int32_t a, std::int32_t b) { return fixed_point_add(a, b, p, f); });
   }
-  if (element_count(out) == 0) return;
-
-  std::vector<std::int64_t> sa = broadcast_strides(aref, out);
-  std::vector<std::int64_t> sb = broadcast_strides(bref, out);
-  std::vector<std::int64_t> sy = broadcast_strides(yref, out);
-  Shape dims = out;
-  if (dims.empty()) {  // a scalar: one element
-    dims = {1};
-    sa = sb = sy = {0};
-  }
-  const std::size_t outer_rank = dims.size() - 1;
-  const std::int64_t inner = dims.back();
-  const std::int64_t ia = sa.back(), ib = sb.back(), iy = sy.back();
-  const bool a_signed = aref.dtype == DType::Int8, b_signed = bref.dtype == DType::Int8;
-  const bool y_lowered = yref.layout == Layout::LoweredNCHW;
-  const std::int64_t y_pad = y_lowered ? isa::padded_width(inner) - inner : 0;
-  const auto [qmin, qmax] = isa::quant_range(yref.dtype);
+  if (o.empty) return;
+  const std::size_t outer_rank = o.dims.size() - 1;
+  const std::int64_t inner = o.dims.back();
   // Contiguous innermost runs on all three sides go through the vectorized kernel. Each element
   // of y depends only on the same element of a and b, so an output that is exactly one of the
   // inputs is fine; partial overlaps take the scalar loop, which reads before it writes.
   const bool same_or_disjoint = (!overlaps(aref, yref) || (aref.address == yref.address &&
-                                                           sa == sy)) &&
+                                                           o.sa == o.sy)) &&
                                 (!overlaps(bref, yref) || (bref.address == yref.address &&
-                                                           sb == sy));
-  const bool fast_add =
-      use_fast() && !p.fixed_point && ia == 1 && ib == 1 && iy == 1 && same_or_disjoint;
+                                                           o.sb == o.sy));
+  const bool fast_add = use_fast() && o.sa.back() == 1 && o.sb.back() == 1 && o.sy.back() == 1 &&
+                        same_or_disjoint;
+  if (!fast_add) {
+    return binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+      return qlinear_add(a, p.a, b, p.b, p.y, o.qmin, o.qmax);
+    });
+  }
   const fast::AddParamsF fast_params{p.a.scale,      p.b.scale,      p.y.scale, p.a.zero_point,
-                                     p.b.zero_point, p.y.zero_point, qmin,      qmax,
-                                     a_signed,       b_signed};
-
+                                     p.b.zero_point, p.y.zero_point, o.qmin,    o.qmax,
+                                     o.a_signed,     o.b_signed};
   // Without broadcasting, the runs of every operand are evenly spaced rows: one call.
-  if (fast_add && outer_rank > 0) {
+  if (outer_rank > 0) {
     auto even = [&](const std::vector<std::int64_t>& st) {
       for (std::size_t d = 0; d + 1 < outer_rank; ++d) {
-        if (st[d] != st[d + 1] * dims[d + 1]) return false;
+        if (st[d] != st[d + 1] * o.dims[d + 1]) return false;
       }
-      return st[outer_rank - 1] != 0 || dims[outer_rank - 1] == 1;
+      return st[outer_rank - 1] != 0 || o.dims[outer_rank - 1] == 1;
     };
-    if (even(sa) && even(sb) && even(sy)) {
+    if (even(o.sa) && even(o.sb) && even(o.sy)) {
       std::int64_t rows = 1;
-      for (std::size_t d = 0; d < outer_rank; ++d) rows *= dims[d];
-      fast::add_rows(fast_params, aptr, sa[outer_rank - 1], bptr, sb[outer_rank - 1], yptr,
-                     sy[outer_rank - 1], rows, inner, y_pad);
+      for (std::size_t d = 0; d < outer_rank; ++d) rows *= o.dims[d];
+      fast::add_rows(fast_params, o.a, o.sa[outer_rank - 1], o.b, o.sb[outer_rank - 1], o.y,
+                     o.sy[outer_rank - 1], rows, inner, o.y_pad);
       return;
     }
   }
+  for_each_binary_run(o, [&](const std::byte* pa, const std::byte* pb, std::byte* py) {
+    fast::add_run(fast_params, pa, pb, py, inner);
+  });
+}
 
-  std::vector<std::int64_t> index(outer_rank, 0);  // odometer over all dims but the last
-  for (;;) {
-    std::int64_t oa = 0, ob = 0, oy = 0;
-    for (std::size_t d = 0; d < outer_rank; ++d) {
-      oa += index[d] * sa[d];
-      ob += index[d] * sb[d];
-      oy += index[d] * sy[d];
-    }
-    const std::byte* pa = aptr + oa;
-    const std::byte* pb = bptr + ob;
-    std::byte* py = yptr + oy;
-    if (fast_add) {
-      fast::add_run(fast_params, pa, pb, py, inner);
-    } else if (p.fixed_point) {
-      const isa::FixedPointAdd& f = *p.fixed_point;
-      for (std::int64_t i = 0; i < inner; ++i) {
-        store8(py + i * iy, fixed_point_add(load8(pa + i * ia, a_signed), load8(pb + i * ib, b_signed),
-                                            p, f));
-      }
-    } else {
-      for (std::int64_t i = 0; i < inner; ++i) {
-        store8(py + i * iy, qlinear_add(load8(pa + i * ia, a_signed), p.a,
-                                        load8(pb + i * ib, b_signed), p.b, p.y, qmin, qmax));
-      }
-    }
-    if (y_pad > 0) std::memset(py + inner, 0, static_cast<std::size_t>(y_pad));
-    std::size_t d = outer_rank;
-    while (d > 0 && ++index[d - 1] == dims[d - 1]) index[--d] = 0;
-    if (d == 0) break;
-  }
+// LowLevelMul (isa::MulParams): com.microsoft QLinearMul's documented formula, the integer
+// product exact and one float32 ratio.
+void mul(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::MulParams>(kernel);
+  const BinaryOperands o = binary_operands(kernel, region, p.a, p.b, p.y);
+  const float ratio = p.a.scale * p.b.scale / p.y.scale;  // float32, in this order
+  if (!std::isfinite(ratio)) fault("a_scale * b_scale / y_scale = {} is not finite", ratio);
+  const auto yzp = static_cast<float>(p.y.zero_point);
+  binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+    const float product = static_cast<float>((a - p.a.zero_point) * (b - p.b.zero_point));
+    const float scaled = product * ratio;
+    return host::quantize_value(scaled + yzp, 0, o.qmin, o.qmax);
+  });
+}
+
+// LowLevelSub (isa::SubParams): DequantizeLinear of both operands, Sub, QuantizeLinear, in
+// float32.
+void sub(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::SubParams>(kernel);
+  const BinaryOperands o = binary_operands(kernel, region, p.a, p.b, p.y);
+  binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+    const float fa = static_cast<float>(a - p.a.zero_point) * p.a.scale;
+    const float fb = static_cast<float>(b - p.b.zero_point) * p.b.scale;
+    const float diff = fa - fb;
+    return host::quantize_value(diff / p.y.scale, p.y.zero_point, o.qmin, o.qmax);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1570,6 +1640,140 @@ void resize(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
+// Gathers outputs[0] from inputs[0] by one index table per dim: output index o along dim d
+// reads input index tables[d][o], or `fill` (one element of the dtype) when any dim's entry is
+// -1. Both tensors have the same dtype and rank, any layouts; tables[d] has y.shape[d] entries
+// in [-1, x.shape[d]). The shared walk of LowLevelSlice and LowLevelPad.
+void gather_by_tables(const isa::Kernel& kernel, std::span<std::byte> region,
+                      const std::vector<std::vector<std::int64_t>>& tables, const std::byte* fill) {
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  std::byte* yptr = locate(region, yref, "output 0");
+  const std::size_t rank = yref.shape.size();
+  if (element_count(yref.shape) == 0) return;
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  const std::size_t esize = dtype_size(xref.dtype);
+  const std::vector<std::int64_t> xs = layout_strides(xref), ys = layout_strides(yref);
+  if (rank == 0) {
+    std::memcpy(yptr, xptr, esize);
+    return;
+  }
+  // The innermost dim as one copy when it reads consecutive input elements with stride 1 on both
+  // sides (a Slice with step 1, the interior rows of a Pad are not: they mix fill and data).
+  const std::vector<std::int64_t>& last = tables[rank - 1];
+  const std::int64_t inner = yref.shape[rank - 1];
+  bool consecutive = xs[rank - 1] == 1 && ys[rank - 1] == 1 && last[0] >= 0;
+  for (std::int64_t i = 1; consecutive && i < inner; ++i) {
+    consecutive = last[static_cast<std::size_t>(i)] == last[0] + i;
+  }
+  std::vector<std::int64_t> index(rank - 1, 0);
+  for (;;) {
+    std::int64_t xo = 0, yo = 0;
+    bool outside = false;
+    for (std::size_t d = 0; d + 1 < rank; ++d) {
+      const std::int64_t src = tables[d][static_cast<std::size_t>(index[d])];
+      outside = outside || src < 0;
+      xo += src * xs[d];
+      yo += index[d] * ys[d];
+    }
+    std::byte* row = yptr + static_cast<std::size_t>(yo) * esize;
+    if (outside) {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        std::memcpy(row + static_cast<std::size_t>(i * ys[rank - 1]) * esize, fill, esize);
+      }
+    } else if (consecutive) {
+      copy_bytes(row, xptr + static_cast<std::size_t>(xo + last[0]) * esize,
+                 static_cast<std::size_t>(inner) * esize);
+    } else {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const std::int64_t src = last[static_cast<std::size_t>(i)];
+        std::memcpy(row + static_cast<std::size_t>(i * ys[rank - 1]) * esize,
+                    src < 0 ? fill : xptr + static_cast<std::size_t>(xo + src * xs[rank - 1]) * esize,
+                    esize);
+      }
+    }
+    std::size_t d = rank - 1;
+    while (d > 0 && ++index[d - 1] == yref.shape[d - 1]) index[--d] = 0;
+    if (d == 0) break;
+  }
+  clear_row_padding(yptr, yref);
+}
+
+// Checks the operands of LowLevelSlice / LowLevelPad: one input and one output of the same
+// dtype and rank, and a per-dim parameter vector `what` of that rank.
+void require_index_map_operands(const isa::Kernel& kernel, std::span<std::byte> region,
+                                std::size_t param_size, std::string_view what) {
+  require_arity(kernel, 1, 1);
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  locate(region, xref, "input 0");
+  locate(region, yref, "output 0");
+  require_same_dtype(yref, "output 0", xref, "input 0");
+  if (yref.shape.size() != xref.shape.size()) {
+    fault("{} must have the rank of {}", describe("output 0", yref), describe("input 0", xref));
+  }
+  if (param_size != xref.shape.size()) {
+    fault("{} has {} entries but {} has rank {}", what, param_size, describe("input 0", xref),
+          xref.shape.size());
+  }
+}
+
+// LowLevelSlice: output index o of dim d reads input index starts[d] + o * steps[d].
+void slice(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::SliceParams>(kernel);
+  require_index_map_operands(kernel, region, p.starts.size(), "starts");
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  if (p.steps.size() != p.starts.size()) {
+    fault("steps has {} entries and starts {}", p.steps.size(), p.starts.size());
+  }
+  std::vector<std::vector<std::int64_t>> tables(p.starts.size());
+  for (std::size_t d = 0; d < tables.size(); ++d) {
+    const std::int64_t n = yref.shape[d], start = p.starts[d], step = p.steps[d];
+    if (step == 0) fault("steps[{}] is 0", d);
+    if (n == 0) continue;
+    if (n > 1 && (step > xref.shape[d] || step < -xref.shape[d])) {
+      fault("steps[{}] = {} is larger than dim {} of {}", d, step, d, describe("input 0", xref));
+    }
+    const std::int64_t end = start + (n - 1) * step;  // last index read (no overflow: checked dims)
+    if (start < 0 || start >= xref.shape[d] || end < 0 || end >= xref.shape[d]) {
+      fault("dim {}: {} elements from {} by step {} leave {}", d, n, start, step,
+            describe("input 0", xref));
+    }
+    for (std::int64_t o = 0; o < n; ++o) tables[d].push_back(start + o * step);
+  }
+  gather_by_tables(kernel, region, tables, nullptr);
+}
+
+// LowLevelPad: host::pad_source per dim, the constant `value` elsewhere.
+void pad(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::PadParams>(kernel);
+  require_index_map_operands(kernel, region, p.begins.size(), "begins");
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  require_8bit(xref, "input 0");
+  if (p.mode == isa::PadParams::Mode::Constant) require_zero_point(p.value, xref.dtype, "constant value");
+  if (p.mode != isa::PadParams::Mode::Constant && p.mode != isa::PadParams::Mode::Edge &&
+      p.mode != isa::PadParams::Mode::Reflect && p.mode != isa::PadParams::Mode::Wrap) {
+    fault("unknown pad mode {}", static_cast<int>(p.mode));
+  }
+  std::vector<std::vector<std::int64_t>> tables(p.begins.size());
+  for (std::size_t d = 0; d < tables.size(); ++d) {
+    const std::int64_t n = xref.shape[d];
+    if (p.mode != isa::PadParams::Mode::Constant && n == 0 && yref.shape[d] > 0) {
+      fault("dim {} of {} is empty: only the constant mode can pad it", d, describe("input 0", xref));
+    }
+    if (p.begins[d] < -n || p.begins[d] > yref.shape[d]) {
+      fault("begins[{}] = {} does not fit {} and {}", d, p.begins[d], describe("input 0", xref),
+            describe("output 0", yref));
+    }
+    for (std::int64_t o = 0; o < yref.shape[d]; ++o) tables[d].push_back(host::pad_source(p.mode, o, p.begins[d], n));
+  }
+  const auto fill = static_cast<std::byte>(static_cast<std::uint8_t>(p.value & 0xff));
+  gather_by_tables(kernel, region, tables, &fill);
+}
+
 // LowLevelTranspose: output dim d is input dim perm[d].
 void transpose(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::TransposeParams>(kernel);
@@ -1747,6 +1951,10 @@ void dispatch(const isa::Kernel& kernel, std::span<std::byte> region, const Kern
     case isa::KernelKind::Split: return split(kernel, region);
     case isa::KernelKind::GlobalAveragePool: return global_average_pool(kernel, region);
     case isa::KernelKind::Resize: return resize(kernel, region);
+    case isa::KernelKind::Slice: return slice(kernel, region);
+    case isa::KernelKind::Pad: return pad(kernel, region);
+    case isa::KernelKind::Mul: return mul(kernel, region);
+    case isa::KernelKind::Sub: return sub(kernel, region);
   }
   fault("unknown kernel kind {}", static_cast<int>(kernel.kind));
 }

@@ -71,7 +71,7 @@ struct KernelKindStats {
 
 /// Number of isa::KernelKind values (indices of kernel_stats()).
 inline constexpr std::size_t kKernelKindCount =
-    static_cast<std::size_t>(isa::KernelKind::Resize) + 1;
+    static_cast<std::size_t>(isa::KernelKind::Sub) + 1;
 
 /// Benchmark hook (sim-bench): while enabled, every run_kernel adds its wall time and MACs to
 /// process-wide per-kind counters (relaxed atomics; off by default, costing one atomic load per

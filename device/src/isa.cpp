@@ -49,6 +49,10 @@ std::string_view kernel_name(KernelKind kind) noexcept {
     case KernelKind::Split: return "LowLevelSplit";
     case KernelKind::GlobalAveragePool: return "LowLevelGlobalAveragePool";
     case KernelKind::Resize: return "LowLevelResize";
+    case KernelKind::Slice: return "LowLevelSlice";
+    case KernelKind::Pad: return "LowLevelPad";
+    case KernelKind::Mul: return "LowLevelMul";
+    case KernelKind::Sub: return "LowLevelSub";
   }
   return "LowLevelUnknown";
 }
@@ -109,7 +113,11 @@ std::uint64_t kernel_macs(const Kernel& kernel) {
     case KernelKind::Concat:
     case KernelKind::Transpose:
     case KernelKind::Split:
-    case KernelKind::Resize: return 0;
+    case KernelKind::Resize:
+    case KernelKind::Slice:
+    case KernelKind::Pad:
+    case KernelKind::Mul:
+    case KernelKind::Sub: return 0;
   }
   return 0;
 }

@@ -107,6 +107,16 @@ compiler::CompiledModel synthetic_model() {
   p->kernels.push_back(kernel(KernelKind::GlobalAveragePool, {ref(4600, DType::UInt8, {1, 2, 5, 7})},
                               {ref(4700, DType::UInt8, {1, 2, 1, 1})},
                               isa::GlobalAveragePoolParams{.x = {}, .y = {}, .integer_mean_clamp = std::array<std::int32_t, 2>{0, 200}}));
+  p->kernels.push_back(kernel(KernelKind::Slice, {ref(4500, DType::UInt8, {1, 2, 4, 6})},
+                              {ref(4800, DType::UInt8, {1, 1, 2, 2})}, isa::SliceParams{{0, 1, 3, 5}, {1, -1, -2, -4}}));
+  p->kernels.push_back(kernel(KernelKind::Pad, {ref(4800, DType::UInt8, {1, 1, 2, 2})},
+                              {ref(4900, DType::UInt8, {1, 1, 4, 3})},
+                              isa::PadParams{{0, 0, 1, -1}, isa::PadParams::Mode::Reflect, 0}));
+  p->kernels.push_back(kernel(KernelKind::Pad, {ref(4800, DType::Int8, {1, 1, 2, 2})},
+                              {ref(4900, DType::Int8, {1, 1, 4, 3})},
+                              isa::PadParams{{0, 0, 1, 0}, isa::PadParams::Mode::Constant, -7}));
+  p->kernels.push_back(kernel(KernelKind::Mul, {lin, lin2}, {lin}, isa::MulParams{q, q2, q}));
+  p->kernels.push_back(kernel(KernelKind::Sub, {lin2, lin}, {lin2}, isa::SubParams{q2, q, q2}));
   m.npu_calls.push_back({p, {2}, {3}, 3 * 256, 5 * 256});
 
   const auto cpu = [](compiler::CpuOpKind kind, std::vector<int> in, std::vector<int> out) {
@@ -278,6 +288,13 @@ TEST_CASE("program file: a synthetic model with every kernel, params and attribu
   CHECK_FALSE(std::get<isa::GlobalAveragePoolParams>(gp.kernels[12].params).integer_mean_clamp);
   CHECK(std::get<isa::GlobalAveragePoolParams>(gp.kernels[15].params).integer_mean_clamp ==
         std::array<std::int32_t, 2>{0, 200});
+  CHECK(std::get<isa::SliceParams>(gp.kernels[16].params).starts == std::vector<std::int64_t>{0, 1, 3, 5});
+  CHECK(std::get<isa::SliceParams>(gp.kernels[16].params).steps == std::vector<std::int64_t>{1, -1, -2, -4});
+  CHECK(std::get<isa::PadParams>(gp.kernels[17].params).begins == std::vector<std::int64_t>{0, 0, 1, -1});
+  CHECK(std::get<isa::PadParams>(gp.kernels[17].params).mode == isa::PadParams::Mode::Reflect);
+  CHECK(std::get<isa::PadParams>(gp.kernels[18].params).value == -7);
+  CHECK(std::get<isa::MulParams>(gp.kernels[19].params).b.scale == 0.25f);
+  CHECK(std::get<isa::SubParams>(gp.kernels[20].params).a.zero_point == -7);
   REQUIRE(g.steps.size() == m.steps.size());
   CHECK(g.steps[0].cpu.scales == std::vector<float>{0.5f, 0.25f});
   CHECK(g.steps[0].cpu.round_half_away_from_zero);

@@ -2,6 +2,7 @@
 // Gather, Slice, Cast; the shape-subgraph operators Range, ConstantOfShape, Expand, Tile, Pad;
 // Dropout (inference: identity).
 #include "ops_common.h"
+#include "furiosa/host/index_map.h"
 
 namespace furiosa::host::detail {
 namespace {
@@ -366,22 +367,10 @@ SliceGeom slice_geom(const Ctx& c, const Shape& x) {
     seen[ax] = true;
     const std::int64_t dim = x[ax], step = steps[i];
     if (step == 0) c.bad("slice step must not be 0");
-    std::int64_t start = starts[i], end = ends[i];
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    std::int64_t len = 0;
-    if (step > 0) {
-      start = std::clamp<std::int64_t>(start, 0, dim);
-      end = std::clamp<std::int64_t>(end, 0, dim);
-      len = end > start ? (end - start + step - 1) / step : 0;
-    } else if (dim > 0) {
-      start = std::clamp<std::int64_t>(start, 0, dim - 1);
-      end = std::clamp<std::int64_t>(end, -1, dim - 1);
-      len = start > end ? (start - end - step - 1) / -step : 0;
-    }
-    g.out[ax] = len;
+    const SliceDim sd = slice_dim(dim, starts[i], ends[i], step);
+    g.out[ax] = sd.length;
     g.strides[ax] = in_st[ax] * step;
-    if (len > 0) g.base += start * in_st[ax];
+    if (sd.length > 0) g.base += sd.start * in_st[ax];
   }
   return g;
 }
@@ -563,7 +552,7 @@ std::string check_pad(const Node& n, const DtypeList& d) {
   ch.in(0, "data", kAll).in(1, "pads", bit(DType::Int64), false).in(2, "constant_value", kAll, false).same(0, 2);
   ch.in(3, "axes", kIdx, false);
   const std::string mode = n.attr_string("mode", "constant");
-  ch.require(mode == "constant" || mode == "reflect" || mode == "edge" || mode == "wrap",
+  ch.require(pad_mode(mode).has_value(),
              fmt::format("mode '{}' is not an ONNX Pad mode (constant, reflect, edge, wrap)", mode));
   ch.require(!n.attributes.count("value") || !ch.present(0) || *d[0] == DType::Float32,
              "the 'value' attribute (opset < 11) needs float32 data");
@@ -607,27 +596,14 @@ OutInfos infer_pad(const Ctx& c) {
   }
   return {{c.dtype(0, "data"), out}};
 }
-// Source index of output index o along a dim of size n with `begin` leading pads, or -1 for the
-// constant value: reflect mirrors without repeating the edge (numpy 'reflect', repeated for pads
-// longer than the dim), edge repeats it, wrap is periodic (opset 19).
-std::int64_t pad_source(const std::string& mode, std::int64_t o, std::int64_t begin, std::int64_t n) {
-  std::int64_t i = o - begin;
-  if (i >= 0 && i < n) return i;
-  if (mode == "constant" || n == 0) return -1;
-  if (mode == "edge") return std::clamp<std::int64_t>(i, 0, n - 1);
-  if (mode == "wrap") return ((i % n) + n) % n;
-  if (n == 1) return 0;
-  const std::int64_t period = 2 * (n - 1);
-  i = ((i % period) + period) % period;
-  return i < n ? i : period - i;
-}
 std::vector<Tensor> run_pad(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
   const auto [begin, end] = pad_amounts(c, x.shape());
-  const std::string mode = c.node.attr_string("mode", "constant");
-  if (mode == "reflect" || mode == "edge" || mode == "wrap") {
+  const std::string mode_name = c.node.attr_string("mode", "constant");
+  const PadMode mode = *pad_mode(mode_name);  // check_pad accepted it
+  if (mode != PadMode::Constant) {
     for (std::size_t d = 0; d < x.shape().size(); ++d) {
-      if (x.shape()[d] == 0 && o[0].second[d] > 0) c.bad(fmt::format("mode '{}' cannot pad the empty dim {}", mode, d));
+      if (x.shape()[d] == 0 && o[0].second[d] > 0) c.bad(fmt::format("mode '{}' cannot pad the empty dim {}", mode_name, d));
     }
   }
   Tensor y(o[0].first, o[0].second);

@@ -30,6 +30,7 @@
 
 #include "furiosa/core/tensor.h"
 #include "furiosa/host/fixed_point.h"
+#include "furiosa/host/index_map.h"
 #include "furiosa/host/layout.h"
 #include "furiosa/host/quantize.h"
 
@@ -250,16 +251,63 @@ struct ResizeParams {
   bool half_pixel_centers = false;  ///< TfliteBilinear: TFLite's half_pixel_centers option
 };
 
+/// LowLevelSlice (ONNX Slice, TFLite STRIDED_SLICE without shrink): outputs[0][i_0, ..., i_{r-1}]
+/// = inputs[0][starts[0] + i_0 * steps[0], ..., starts[r-1] + i_{r-1} * steps[r-1]], one entry
+/// per dim of the input, starts already resolved by the compiler (ONNX Slice's clamping applied:
+/// every selected index lies inside the input), steps non-zero (negative: backwards). Same dtype
+/// and rank in and out, any layouts, no arithmetic.
+struct SliceParams {
+  std::vector<std::int64_t> starts;
+  std::vector<std::int64_t> steps;
+};
+
+/// LowLevelPad (ONNX Pad on 8-bit data): output dim d holds input dim d shifted by begins[d]
+/// (negative: the input is cropped); the end amounts follow from the shapes. Positions outside
+/// the input get, by `mode` (ONNX Pad, opset 19): Constant the stored byte `value` (the quantized
+/// constant_value, e.g. the zero point for a real 0); Edge the nearest edge element; Reflect the
+/// mirror image without repeating the edge (numpy 'reflect', repeated for long pads); Wrap the
+/// periodic continuation. The index rule is host::pad_source (host/index_map.h), shared with the
+/// host operator library. Same dtype and rank in and out, any layouts.
+struct PadParams {
+  using Mode = host::PadMode;
+  std::vector<std::int64_t> begins;
+  Mode mode = Mode::Constant;
+  std::int32_t value = 0;  ///< Constant: the stored value, in the range of the dtype
+};
+
+/// LowLevelMul (com.microsoft QLinearMul, and QDQ DequantizeLinear x2 -> Mul -> QuantizeLinear):
+/// the formula of the contrib operator's documentation, which ONNX Runtime's kernel computes:
+/// y = saturate(nearbyint(float32((a - a.zp) * (b - b.zp)) * ratio + float32(y.zp))) with
+/// ratio = a.scale * b.scale / y.scale in float32 (that order), the integer product exact.
+/// inputs[0] = a, inputs[1] = b, outputs[0] = y; 8-bit each; a and b have y's rank and broadcast
+/// numpy-style (each dim equal or 1); any layouts (LoweredNCHW only with equal shapes).
+struct MulParams {
+  QuantParam a;
+  QuantParam b;
+  QuantParam y;
+};
+
+/// LowLevelSub (QDQ DequantizeLinear x2 -> Sub -> QuantizeLinear, as ONNX Runtime runs it unfused):
+/// fa = float32(a - a.zp) * a.scale, fb likewise, y = saturate(nearbyint((fa - fb) / y.scale) +
+/// y.zp), every step in float32, i.e. exactly DequantizeLinear, Sub and QuantizeLinear in float32.
+/// Operands and layouts as LowLevelMul.
+struct SubParams {
+  QuantParam a;
+  QuantParam b;
+  QuantParam y;
+};
+
 /// Kinds of LowLevel kernels.
 enum class KernelKind : std::uint8_t {
   Conv2d, DepthwiseConv2d, MaxPool, MatMul, Add, Reshape,
-  Requantize, Concat, Transpose, Split, GlobalAveragePool, Resize
+  Requantize, Concat, Transpose, Split, GlobalAveragePool, Resize,
+  Slice, Pad, Mul, Sub
 };
 
 /// "LowLevelConv2d", "LowLevelDepthwiseConv2d", "LowLevelMaxPool", "LowLevelMatMul",
 /// "LowLevelAdd", "LowLevelReshape", "LowLevelRequantize", "LowLevelConcat", "LowLevelTranspose",
-/// "LowLevelSplit", "LowLevelGlobalAveragePool", "LowLevelResize" (the span names of kernels in
-/// the trace).
+/// "LowLevelSplit", "LowLevelGlobalAveragePool", "LowLevelResize", "LowLevelSlice", "LowLevelPad",
+/// "LowLevelMul", "LowLevelSub" (the span names of kernels in the trace).
 std::string_view kernel_name(KernelKind kind) noexcept;
 
 /// One kernel of a program.
@@ -270,7 +318,8 @@ struct Kernel {
   std::vector<TensorRef> inputs;
   std::vector<TensorRef> outputs;
   std::variant<Conv2dParams, MaxPoolParams, MatMulParams, AddParams, ReshapeParams, RequantizeParams,
-               ConcatParams, TransposeParams, SplitParams, GlobalAveragePoolParams, ResizeParams>
+               ConcatParams, TransposeParams, SplitParams, GlobalAveragePoolParams, ResizeParams, SliceParams,
+               PadParams, MulParams, SubParams>
       params;
 };
 
