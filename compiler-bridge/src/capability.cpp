@@ -9,6 +9,7 @@
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/core/error.h"
 #include "furiosa/host/cpu_ops.h"
+#include "furiosa/host/index_map.h"
 #include "graph_utils.h"
 
 namespace furiosa::compiler {
@@ -62,8 +63,18 @@ bool whole_input_average_pool_claim(const Graph& g, const Node& n) {
          std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; });
 }
 
-const std::array<NpuRow, 19>& npu_table() {
-  static const std::array<NpuRow, 19> rows = {{
+bool slice_claim(const Graph& g, const Node& n) { return quantized_input0(g, n) && slice_params(g, n).has_value(); }
+
+bool pad_claim(const Graph& g, const Node& n) { return quantized_input0(g, n) && pad_params(g, n).has_value(); }
+
+// QLinearMul / QLinearSub / QLinearAdd operand layout: (A, A_scale, A_zp, B, B_scale, B_zp,
+// C_scale, C_zp).
+bool qlinear_binary_claim(const Graph& g, const Node& n) {
+  return binary_claim(g, n, {0, 3}, {{1, 2}, {4, 5}, {6, 7}});
+}
+
+const std::array<NpuRow, 23>& npu_table() {
+  static const std::array<NpuRow, 23> rows = {{
       {"QLinearConv", NpuOp::Conv, "LowLevelConv2d / LowLevelDepthwiseConv2d", always},
       {"QLinearMatMul", NpuOp::MatMul, "with a constant 2-D B (LowLevelMatMul)", matmul_claim},
       {"com.microsoft::QLinearAdd", NpuOp::Add, "LowLevelAdd", always},
@@ -86,6 +97,12 @@ const std::array<NpuRow, 19>& npu_table() {
        "nearest upsampling by whole factors of 4-D uint8/int8 tensors; TFLite RESIZE_BILINEAR (uint8/int8, "
        "TFLite's reference arithmetic)",
        resize_claim},
+      {"Slice", NpuOp::Slice, "uint8/int8 with constant starts, ends, axes and steps", slice_claim},
+      {"Pad", NpuOp::Pad, "uint8/int8 with constant pads, constant_value and axes; all four modes", pad_claim},
+      {"com.microsoft::QLinearMul", NpuOp::Mul,
+       "two tensors (a tensor times a function of itself becomes a table); constant per-tensor parameters",
+       qlinear_binary_claim},
+      {"furiosa::QLinearSub", NpuOp::Sub, "QDQ DequantizeLinear x2 -> Sub -> QuantizeLinear", qlinear_binary_claim},
       // Quantize/Dequantize are the runtime's own host steps (Where::Host), listed here so the
       // listing and the conformance tests see them; place() handles them before the table.
       {"QuantizeLinear", NpuOp::Reshape, "host Quantize step (per tensor and per axis)", nullptr},
@@ -128,8 +145,9 @@ void check_supported(const Graph& g) {
 }
 
 bool is_data_movement(const Node& n) {
-  static constexpr std::array<std::string_view, 9> ops = {"MaxPool", "Reshape", "Flatten", "Concat", "Transpose",
-                                                          "Split", "Squeeze", "Unsqueeze", "Identity"};
+  static constexpr std::array<std::string_view, 10> ops = {"MaxPool", "Reshape",   "Flatten",   "Concat",
+                                                           "Transpose", "Split", "Squeeze",   "Unsqueeze",
+                                                           "Identity", "Slice"};
   if (!n.domain.empty()) return false;
   // A nearest Resize only picks elements (linear modes compute new values).
   if (n.op_type == "Resize") return n.attr_string("mode", "nearest") == "nearest";
@@ -207,6 +225,135 @@ std::optional<std::array<bool, 2>> tflite_bilinear_flags(const Graph& g, const N
   const std::string coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coord != "align_corners" && coord != "half_pixel" && coord != "asymmetric") return std::nullopt;
   return std::array<bool, 2>{coord == "align_corners", coord == "half_pixel"};
+}
+
+namespace {
+
+// The int64/int32 values of input `i` of `n` into `out`: true when the input is absent (out left
+// as is) or a constant of those types; false otherwise.
+bool constant_ints(const Graph& g, const Node& n, std::size_t i, std::vector<std::int64_t>& out) {
+  if (i >= n.inputs.size() || n.inputs[i] < 0) return true;
+  if (!is_constant_input(g, n, i)) return false;
+  const Tensor& t = *g.values[static_cast<std::size_t>(n.inputs[i])].constant;
+  if (t.dtype() == DType::Int64) {
+    out.assign(t.as<std::int64_t>().begin(), t.as<std::int64_t>().end());
+  } else if (t.dtype() == DType::Int32) {
+    out.assign(t.as<std::int32_t>().begin(), t.as<std::int32_t>().end());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<isa::SliceParams> slice_params(const Graph& g, const Node& n) {
+  if (n.op_type != "Slice" || !n.domain.empty() || n.inputs.empty() || n.outputs.empty() || n.inputs[0] < 0 ||
+      n.outputs[0] < 0) {
+    return std::nullopt;
+  }
+  const Value& x = g.values[static_cast<std::size_t>(n.inputs[0])];
+  const Value& y = g.values[static_cast<std::size_t>(n.outputs[0])];
+  if (!x.has_shape || !y.has_shape || x.shape.size() != y.shape.size()) return std::nullopt;
+  std::vector<std::int64_t> starts, ends, axes, steps;
+  if (n.inputs.size() > 1) {
+    if (!constant_ints(g, n, 1, starts) || !constant_ints(g, n, 2, ends) || !constant_ints(g, n, 3, axes) ||
+        !constant_ints(g, n, 4, steps)) {
+      return std::nullopt;
+    }
+  } else {  // opset 1: attributes
+    starts = n.attr_ints("starts", {});
+    ends = n.attr_ints("ends", {});
+    axes = n.attr_ints("axes", {});
+  }
+  if (axes.empty()) {
+    for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) return std::nullopt;
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  isa::SliceParams p{std::vector<std::int64_t>(x.shape.size(), 0), std::vector<std::int64_t>(x.shape.size(), 1)};
+  std::vector<bool> seen(x.shape.size(), false);
+  Shape out = x.shape;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const std::int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (a < 0 || a >= rank || seen[static_cast<std::size_t>(a)] || steps[i] == 0) return std::nullopt;
+    const auto ax = static_cast<std::size_t>(a);
+    seen[ax] = true;
+    const host::SliceDim d = host::slice_dim(x.shape[ax], starts[i], ends[i], steps[i]);
+    p.starts[ax] = d.start;
+    p.steps[ax] = steps[i];
+    out[ax] = d.length;
+  }
+  if (out != y.shape) return std::nullopt;
+  return p;
+}
+
+std::optional<isa::PadParams> pad_params(const Graph& g, const Node& n) {
+  if (n.op_type != "Pad" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.empty() || n.inputs[0] < 0 ||
+      n.outputs[0] < 0 || !is_constant_input(g, n, 1)) {
+    return std::nullopt;
+  }
+  const Value& x = g.values[static_cast<std::size_t>(n.inputs[0])];
+  const Value& y = g.values[static_cast<std::size_t>(n.outputs[0])];
+  const auto mode = host::pad_mode(n.attr_string("mode", "constant"));
+  if (!mode || !x.has_shape || !y.has_shape || x.shape.size() != y.shape.size()) return std::nullopt;
+  const Tensor& pads = *g.values[static_cast<std::size_t>(n.inputs[1])].constant;
+  if (pads.dtype() != DType::Int64) return std::nullopt;
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  std::vector<std::int64_t> axes;
+  if (!constant_ints(g, n, 3, axes)) return std::nullopt;
+  if (n.inputs.size() <= 3 || n.inputs[3] < 0) {
+    for (std::int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (static_cast<std::size_t>(pads.elements()) != 2 * axes.size()) return std::nullopt;
+  isa::PadParams p{std::vector<std::int64_t>(x.shape.size(), 0), *mode, 0};
+  const auto pv = pads.as<std::int64_t>();
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const std::int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (a < 0 || a >= rank) return std::nullopt;
+    p.begins[static_cast<std::size_t>(a)] = pv[i];
+  }
+  for (std::size_t d = 0; d < x.shape.size(); ++d) {
+    if (p.begins[d] < -x.shape[d] || p.begins[d] > y.shape[d]) return std::nullopt;
+    if (*mode != host::PadMode::Constant && x.shape[d] == 0 && y.shape[d] > 0) return std::nullopt;
+  }
+  if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
+    if (!is_constant_input(g, n, 2)) return std::nullopt;
+    const Tensor& v = *g.values[static_cast<std::size_t>(n.inputs[2])].constant;
+    if (v.elements() != 1 || v.dtype() != x.dtype) return std::nullopt;
+    p.value = v.dtype() == DType::Int8 ? std::int32_t{v.as<std::int8_t>()[0]} : std::int32_t{v.as<std::uint8_t>()[0]};
+  }
+  return p;
+}
+
+bool binary_claim(const Graph& g, const Node& n, std::initializer_list<std::size_t> data,
+                  std::initializer_list<std::array<std::size_t, 2>> quant_inputs) {
+  if (n.outputs.empty() || n.outputs[0] < 0) return false;
+  const Value& y = g.values[static_cast<std::size_t>(n.outputs[0])];
+  if (!y.has_shape || !is_quantized(y.dtype)) return false;
+  for (std::size_t i : data) {
+    if (i >= n.inputs.size() || n.inputs[i] < 0) return false;
+    const Value& v = g.values[static_cast<std::size_t>(n.inputs[i])];
+    if (!is_quantized(v.dtype) || !v.has_shape || v.shape.size() > y.shape.size()) return false;
+    const std::size_t lead = y.shape.size() - v.shape.size();
+    for (std::size_t d = 0; d < v.shape.size(); ++d) {
+      if (v.shape[d] != y.shape[lead + d] && v.shape[d] != 1) return false;
+    }
+  }
+  for (const auto& q : quant_inputs) {
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::size_t i = q[k];
+      if (i >= n.inputs.size() || n.inputs[i] < 0) {
+        if (k == 0) return false;  // a scale is required; a zero point defaults to 0
+        continue;
+      }
+      if (!is_constant_input(g, n, i) || g.values[static_cast<std::size_t>(n.inputs[i])].constant->elements() != 1) {
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 std::vector<std::size_t> data_inputs(const Node& n) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "furiosa/compiler/graph.h"
+#include "furiosa/device/isa.h"
 
 namespace furiosa::compiler::detail {
 
@@ -29,6 +31,10 @@ enum class NpuOp {
   Transpose,          ///< Transpose on uint8/int8 -> LowLevelTranspose
   Reshape,            ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity on uint8/int8 -> LowLevelReshape
   Resize,             ///< nearest Resize by whole factors on uint8/int8 -> LowLevelResize
+  Slice,              ///< Slice with constant starts/ends/axes/steps on uint8/int8 -> LowLevelSlice
+  Pad,                ///< Pad with constant pads and value on uint8/int8 -> LowLevelPad
+  Mul,                ///< com.microsoft::QLinearMul of two tensors -> LowLevelMul
+  Sub,                ///< furiosa::QLinearSub (fused QDQ Sub) -> LowLevelSub
 };
 
 /// Where a node runs.
@@ -73,5 +79,21 @@ std::optional<std::array<std::int64_t, 2>> nearest_repeat(const Graph& g, const 
 /// {align_corners, half_pixel_centers} flags for LowLevelResize's TfliteBilinear mode, or
 /// nullopt for any other node.
 std::optional<std::array<bool, 2>> tflite_bilinear_flags(const Graph& g, const Node& n);
+
+/// LowLevelSlice's per-dim starts and steps for an ONNX Slice (opset 1 attributes or opset 10+
+/// constant inputs; host::slice_dim's clamping) of an 8-bit tensor of known shape, or nullopt
+/// when an operand is not a constant or the node is malformed (the host library then reports it).
+std::optional<isa::SliceParams> slice_params(const Graph& g, const Node& n);
+
+/// LowLevelPad's params for an ONNX Pad (opset 11+: constant pads, constant_value and axes) of an
+/// 8-bit tensor of known shape, or nullopt when an operand is not a constant, a mode is not an
+/// ONNX one, or an edge/reflect/wrap pad would read an empty dim.
+std::optional<isa::PadParams> pad_params(const Graph& g, const Node& n);
+
+/// True when the per-tensor scales and zero points of inputs `quant_inputs` (scale, zero point
+/// index pairs) of `n` are constant scalars, its data inputs `data` are 8-bit, and each data
+/// input has at most the output's rank and broadcasts to it numpy-style (LowLevelAdd/Mul/Sub).
+bool binary_claim(const Graph& g, const Node& n, std::initializer_list<std::size_t> data,
+                  std::initializer_list<std::array<std::size_t, 2>> quant_inputs);
 
 }  // namespace furiosa::compiler::detail

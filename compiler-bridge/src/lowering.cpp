@@ -553,6 +553,10 @@ class Lowering {
       case NpuOp::Transpose: return emit_transpose(n);
       case NpuOp::Reshape: return emit_reshape(n);
       case NpuOp::Resize: return emit_resize(n);
+      case NpuOp::Slice: return emit_slice(n);
+      case NpuOp::Pad: return emit_pad(n);
+      case NpuOp::Mul: return emit_binary(n, isa::KernelKind::Mul);
+      case NpuOp::Sub: return emit_binary(n, isa::KernelKind::Sub);
     }
   }
 
@@ -688,6 +692,36 @@ class Lowering {
     note_entry(n, "npu", "LowLevelAdd",
                fmt::format("quantized addition ({} layout{})", isa::layout_name(layout),
                            p.fixed_point ? ", fixed-point requantization" : ""));
+    produce(n.outputs[0], y);
+  }
+
+  // LowLevelMul / LowLevelSub of a QLinearMul / furiosa::QLinearSub node (operands as QLinearAdd):
+  // lowered like emit_add, Linear operands of y's rank broadcasting to it.
+  void emit_binary(const Node& n, isa::KernelKind kind) {
+    const Value& av = value(n.inputs[0]);
+    const Value& bv = value(n.inputs[3]);
+    const Value& yv = value(n.outputs[0]);
+    const auto aq = scalar_quant(g_, n, 1, 2);
+    const auto bq = scalar_quant(g_, n, 4, 5);
+    const auto yq = scalar_quant(g_, n, 6, 7);
+    const isa::QuantParam a_q{aq.scale, aq.zero_point}, b_q{bq.scale, bq.zero_point}, y_q{yq.scale, yq.zero_point};
+    const bool lowered = yv.shape.size() == 4 && av.shape == yv.shape && bv.shape == yv.shape &&
+                         (lowered_on_device(n.inputs[0]) || lowered_on_device(n.inputs[3]));
+    const auto layout = lowered ? isa::Layout::LoweredNCHW : isa::Layout::Linear;
+    auto a = device_value(n.inputs[0], layout, n);
+    auto b = device_value(n.inputs[3], layout, n);
+    for (auto* r : {&a, &b}) {
+      while (r->shape.size() < yv.shape.size()) r->shape.insert(r->shape.begin(), 1);
+    }
+    auto y = alloc_activation(yv.dtype, yv.shape, layout);
+    const bool is_mul = kind == isa::KernelKind::Mul;
+    decltype(isa::Kernel::params) params = isa::SubParams{a_q, b_q, y_q};
+    if (is_mul) params = isa::MulParams{a_q, b_q, y_q};
+    push_kernel({.kind = kind, .node_name = n.name, .operator_index = n.index, .inputs = {a, b}, .outputs = {y},
+                 .params = std::move(params)});
+    note_entry(n, "npu", std::string(isa::kernel_name(kind)),
+               fmt::format("quantized {} of two tensors ({} layout)", is_mul ? "multiplication" : "subtraction",
+                           isa::layout_name(layout)));
     produce(n.outputs[0], y);
   }
 
@@ -841,6 +875,31 @@ class Lowering {
     note_entry(n, "npu", "LowLevelResize",
                fmt::format("nearest upsampling x{} x{} of a {} tensor", (*factors)[0], (*factors)[1],
                            dtype_name(yv.dtype)));
+    produce(n.outputs[0], y);
+  }
+
+  void emit_slice(const Node& n) {
+    const Value& yv = value(n.outputs[0]);
+    auto params = slice_params(g_, n);
+    if (!params) throw Error(ErrorCode::Internal, fmt::format("node '{}' (Slice): placed on the NPU without constant operands", n.name));
+    auto x = device_any(n.inputs[0], n);
+    auto y = alloc_activation(yv.dtype, yv.shape, movement_layout(n.inputs[0], yv.shape));
+    push_kernel({.kind = isa::KernelKind::Slice, .node_name = n.name, .operator_index = n.index,
+                 .inputs = {x}, .outputs = {y}, .params = std::move(*params)});
+    note_entry(n, "npu", "LowLevelSlice", fmt::format("slice of a {} tensor", dtype_name(yv.dtype)));
+    produce(n.outputs[0], y);
+  }
+
+  void emit_pad(const Node& n) {
+    const Value& yv = value(n.outputs[0]);
+    auto params = pad_params(g_, n);
+    if (!params) throw Error(ErrorCode::Internal, fmt::format("node '{}' (Pad): placed on the NPU without constant operands", n.name));
+    auto x = device_any(n.inputs[0], n);
+    auto y = alloc_activation(yv.dtype, yv.shape, movement_layout(n.inputs[0], yv.shape));
+    note_entry(n, "npu", "LowLevelPad",
+               fmt::format("{} padding of a {} tensor", n.attr_string("mode", "constant"), dtype_name(yv.dtype)));
+    push_kernel({.kind = isa::KernelKind::Pad, .node_name = n.name, .operator_index = n.index,
+                 .inputs = {x}, .outputs = {y}, .params = std::move(*params)});
     produce(n.outputs[0], y);
   }
 

@@ -489,12 +489,13 @@ class Passes {
       const Node op = g_.nodes[i];
       if (!op.domain.empty() || op.outputs.size() != 1) continue;
       const std::string t = op.op_type;
-      if (t != "Conv" && t != "MatMul" && t != "Add" && t != "Mul" && t != "GlobalAveragePool") continue;
+      if (t != "Conv" && t != "MatMul" && t != "Add" && t != "Mul" && t != "Sub" && t != "GlobalAveragePool") continue;
       const auto cons = g_.consumers(op.outputs[0]);
       if (cons.size() != 1 || is_graph_output(op.outputs[0])) continue;
       const Node& q = g_.nodes[static_cast<std::size_t>(cons[0])];
       if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !qdq_params(q)) continue;
-      const std::size_t data_inputs = t == "Conv" || t == "MatMul" || t == "Add" || t == "Mul" ? 2 : 1;
+      const bool binary = t == "Add" || t == "Mul" || t == "Sub";
+      const std::size_t data_inputs = t == "Conv" || t == "MatMul" || binary ? 2 : 1;
       std::vector<int> dqs;
       for (std::size_t k = 0; k < data_inputs && k < op.inputs.size(); ++k) dqs.push_back(dq_producer(op.inputs[k], dead));
       if (dqs.size() != data_inputs || std::count(dqs.begin(), dqs.end(), -1)) continue;
@@ -515,12 +516,14 @@ class Passes {
       } else {
         const Node& dw = g_.nodes[static_cast<std::size_t>(dqs[1])];
         auto w = dq_operands(dw);
-        if (t == "Add" || t == "Mul") {
+        if (binary) {
           // DQ, DQ -> Mul -> Q is what ONNX Runtime runs as QLinearMul (its QDQ fusion), with the
-          // contrib formula of expand_qlinear_elementwise().
+          // contrib formula of expand_qlinear_elementwise(). ONNX Runtime does not fuse Sub: it
+          // runs DQ, Sub and Q in float32, which furiosa::QLinearSub (LowLevelSub) computes
+          // exactly, in the QLinearAdd operand layout.
           if (!qdq_params(dw)) continue;
-          fused.op_type = t == "Add" ? "QLinearAdd" : "QLinearMul";
-          fused.domain = "com.microsoft";
+          fused.op_type = t == "Add" ? "QLinearAdd" : t == "Mul" ? "QLinearMul" : "QLinearSub";
+          fused.domain = t == "Sub" ? "furiosa" : "com.microsoft";
           fused.inputs = {x[0], x[1], x[2], w[0], w[1], w[2], q.inputs[1], yzp};
         } else {
           if (!value(dw.inputs[0]).constant) continue;  // weights must be constants
@@ -588,6 +591,46 @@ class Passes {
     return true;
   }
 
+  // The quantized tensor that value `v` is an element-wise function of: followed back through
+  // com.microsoft QLinearSigmoid / QLinearLeakyRelu, furiosa::Requantize, and QuantizeLinear of
+  // float table ops (is_table_op, one non-constant input) of a DequantizeLinear. `v` itself when
+  // it is not such a function.
+  int elementwise_root(int v) const {
+    for (std::size_t guard = 0; guard <= g_.nodes.size(); ++guard) {
+      const int p = v >= 0 ? g_.producer(v) : -1;
+      if (p < 0) return v;
+      const Node& pn = g_.nodes[static_cast<std::size_t>(p)];
+      if ((pn.domain == "com.microsoft" && (pn.op_type == "QLinearSigmoid" || pn.op_type == "QLinearLeakyRelu")) ||
+          (pn.domain == "furiosa" && pn.op_type == "Requantize")) {
+        v = pn.inputs[0];
+        continue;
+      }
+      if (!pn.domain.empty() || pn.op_type != "QuantizeLinear") return v;
+      int u = pn.inputs[0];
+      for (std::size_t step = 0; step <= g_.nodes.size(); ++step) {
+        const int pu = u >= 0 ? g_.producer(u) : -1;
+        if (pu < 0) return v;
+        const Node& un = g_.nodes[static_cast<std::size_t>(pu)];
+        if (un.domain.empty() && un.op_type == "DequantizeLinear") {
+          u = -1;
+          v = un.inputs[0];
+          break;
+        }
+        if (!is_table_op(un)) return v;
+        int next = -1;
+        for (int in : un.inputs) {
+          if (in < 0 || value(in).constant) continue;
+          if (next >= 0) return v;  // two varying inputs: not a function of one tensor
+          next = in;
+        }
+        if (next < 0) return v;
+        u = next;
+      }
+      if (u >= 0) return v;
+    }
+    return v;
+  }
+
   // ---- element-wise functions of one quantized tensor as 256-entry tables --------------------
   // com.microsoft QLinearSigmoid / QLinearLeakyRelu (ONNX Runtime's contrib ops, QOperator
   // form) become their QDQ meaning, DequantizeLinear -> float op -> QuantizeLinear, and
@@ -611,6 +654,12 @@ class Passes {
         float_op = n.op_type == "QLinearSigmoid" ? "Sigmoid" : "LeakyRelu";
       } else if (n.op_type == "QLinearMul") {
         if (n.inputs.size() < 7) continue;
+        // A product of two independent tensors stays one node for LowLevelMul; a tensor times a
+        // function of itself (SiLU's x * sigmoid(x)) is expanded for the table fusion.
+        if (elementwise_root(n.inputs[0]) != elementwise_root(n.inputs[3]) &&
+            detail::binary_claim(g_, n, {0, 3}, {{1, 2}, {4, 5}, {6, 7}})) {
+          continue;
+        }
         data.push_back({n.inputs[0], n.inputs[1], n.inputs[2]});
         data.push_back({n.inputs[3], n.inputs[4], n.inputs[5]});
         y = {n.inputs[6], n.inputs.size() > 7 ? n.inputs[7] : -1};
@@ -819,6 +868,17 @@ class Passes {
     compact(dead);
   }
 
+  // An ONNX Pad of a float tensor that a QDQ region may contain: constant pads (and axes), and a
+  // constant_value that is absent or a constant scalar (it is requantized with the region).
+  bool is_float_pad(const Node& n) const {
+    if (n.op_type != "Pad" || !n.domain.empty() || n.inputs.size() < 2 || n.inputs[1] < 0 ||
+        !value(n.inputs[1]).constant || n.attributes.count("pads")) {
+      return false;
+    }
+    if (n.inputs.size() > 3 && n.inputs[3] >= 0 && !value(n.inputs[3]).constant) return false;
+    return n.inputs.size() < 3 || n.inputs[2] < 0 || scalar_constant(n.inputs[2]).has_value();
+  }
+
   void fold_qdq_regions() {
     const int original_count = static_cast<int>(g_.nodes.size());
     std::vector<bool> dead(g_.nodes.size(), false);
@@ -844,7 +904,7 @@ class Passes {
           auto dqp = qdq_params(pn);
           if (!dqp || value(pn.inputs[0]).constant || !is_quantized(value(pn.inputs[0]).dtype)) { ok = false; break; }
           if (std::find(boundary.begin(), boundary.end(), std::make_pair(v, p)) == boundary.end()) boundary.emplace_back(v, p);
-        } else if (is_data_movement(pn) && value(v).dtype == DType::Float32) {
+        } else if ((is_data_movement(pn) || is_float_pad(pn)) && value(v).dtype == DType::Float32) {
           if (region.insert(p).second) {
             for (std::size_t i : data_inputs(pn)) frontier.push_back(pn.inputs[i]);
           }
@@ -915,6 +975,24 @@ class Passes {
                                                       "on the NPU", dqp.scale, dqp.zero_point, target->scale,
                                                       target->zero_point));
         }
+      }
+      // A Pad's constant_value becomes the target quantization of it (0 when absent): inside the
+      // region every tensor carries the target parameters, so Q(Pad(x, c)) = Pad(Q(x), Q(c)).
+      for (int r : region) {
+        Node& rn = g_.nodes[static_cast<std::size_t>(r)];
+        if (rn.op_type != "Pad") continue;
+        const float c = rn.inputs.size() > 2 && rn.inputs[2] >= 0 ? *scalar_constant(rn.inputs[2]) : 0.0f;
+        const auto range = host::quant_range(target->dtype);
+        Value qv;
+        qv.name = rn.name + "/constant_value_quantized";
+        qv.dtype = target->dtype;
+        qv.has_shape = true;
+        qv.constant = Tensor(target->dtype, {});
+        const std::int32_t q = host::quantize_value(c / target->scale, target->zero_point, std::get<0>(range),
+                                                    std::get<1>(range));
+        qv.constant->bytes()[0] = static_cast<std::byte>(static_cast<std::uint8_t>(q & 0xff));
+        if (rn.inputs.size() < 3) rn.inputs.resize(3, -1);
+        rn.inputs[2] = add_value(std::move(qv));
       }
       // The QuantizeLinear nodes disappear: their outputs become the region's outputs.
       for (int c : qs) {

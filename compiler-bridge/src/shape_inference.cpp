@@ -126,7 +126,7 @@ bool infer_node(Graph& g, const Node& n) {
     set_out(g, n, 0, zp_dtype(g, n, 1), out);
   } else if (op == "furiosa::Requantize") {
     set_out(g, n, 0, static_cast<DType>(n.attr_int("y_dtype", static_cast<int>(DType::UInt8))), in(g, n, 0).shape);
-  } else if (op == "com.microsoft::QLinearAdd") {
+  } else if (op == "com.microsoft::QLinearAdd" || op == "com.microsoft::QLinearMul" || op == "furiosa::QLinearSub") {
     set_out(g, n, 0, zp_dtype(g, n, 7), broadcast(n, in(g, n, 0).shape, in(g, n, 3).shape));
   } else if (op == "Reshape") {
     const Value& x = in(g, n, 0);
