@@ -995,3 +995,45 @@ TEST_CASE("TFLite: TFLite_Detection_PostProcess, fast and regular NMS on hand-co
     check_dpp(out, 2, {{0, {0, 0, 90}}, {1, {1, 1, 70}}}, 2);
   }
 }
+
+TEST_CASE("TFLite: LOGISTIC as TFLite's 256-entry table (uint8) and Sigmoid (float32)", "[tflite][logistic]") {
+  // uint8: every input byte once; the table must be round(256 * sigmoid((q - 128) * 0.05)),
+  // saturated at 255 (TFLite's PopulateLookupTable, float32 arithmetic; the rounding of the
+  // float32 and double formulas agrees on these 256 values).
+  auto model = [](float out_scale, bool float32) {
+    TfliteWriter w;
+    const QSpec qin{{0.05f}, {128}}, qout{{out_scale}, {0}};
+    const auto type = float32 ? fb::TensorType::FLOAT32 : fb::TensorType::UINT8;
+    const int x = w.tensor("x", type, {1, 256}, float32 ? nullptr : &qin);
+    const int y = w.tensor("y", type, {1, 256}, float32 ? nullptr : &qout);
+    w.op(14, {x}, {y});
+    return w.finish({x}, {y});
+  };
+  auto runner = runtime::create_runner(write_model("logistic.tflite", model(1.0f / 256, false)), test_options());
+  Tensor in(DType::UInt8, {1, 256});
+  for (std::size_t i = 0; i < 256; ++i) in.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(i);
+  const Tensor out = runner->run({in}).at(0);
+  for (int q = 0; q < 256; ++q) {
+    INFO("q " << q);
+    const double sig = 1.0 / (1.0 + std::exp(-(q - 128) * static_cast<double>(0.05f)));
+    CHECK(static_cast<int>(out.as<std::uint8_t>()[static_cast<std::size_t>(q)]) == std::min(255, static_cast<int>(std::round(256 * sig))));
+  }
+  std::size_t on_npu = 0;
+  for (const auto& e : runner->compiled().report.entries) on_npu += e.op == "furiosa::Requantize" && e.placement == "npu";
+  CHECK(on_npu == 1);
+  // TFLite requires the output scale 1/256 (and zero point 0 for uint8).
+  try {
+    (void)compiler::import_tflite_bytes(model(1.0f / 128, false), "logistic.tflite");
+    FAIL("a LOGISTIC with output scale 1/128 was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.message(), Catch::Contains("LOGISTIC") && Catch::Contains("1/256"));
+  }
+  // float32: Sigmoid on the host.
+  auto frunner = runtime::create_runner(write_model("logistic_f32.tflite", model(1.0f, true)), test_options("npu0pe1"));
+  Tensor fin(DType::Float32, {1, 256});
+  for (std::size_t i = 0; i < 256; ++i) fin.as<float>()[i] = (static_cast<float>(i) - 128) * 0.1f;
+  const Tensor fout = frunner->run({fin}).at(0);
+  for (std::size_t i = 0; i < 256; ++i) {
+    CHECK(fout.as<float>()[i] == Approx(1.0 / (1.0 + std::exp(-static_cast<double>(fin.as<float>()[i])))).epsilon(1e-6));
+  }
+}
