@@ -20,6 +20,8 @@
 //  - MEAN on uint8/int8: reference_ops::QuantizedMeanOrSum (kernels/reduce.cc, EvalQuantizedMean):
 //    QuantizeMultiplier(in_scale / out_scale) with 1/count folded into the multiplier
 //    (furiosa::QuantizedMean); float32: ReduceMean;
+//  - LOGISTIC on uint8/int8: the lookup table of kernels/activations.cc (float32 sigmoid of the
+//    dequantized value, rounded half away from zero to the output's 1/256 steps);
 //  - TFLite_Detection_PostProcess (custom): kernels/detection_postprocess.cc
 //    (furiosa::TFLiteDetectionPostProcess, host/cpu_ops.h);
 //  - SHAPE, STRIDED_SLICE, PACK, TILE, GATHER, CAST, FILL, RANGE: ONNX Shape (a constant here:
@@ -89,6 +91,7 @@ enum Builtin : int {
   kDepthwiseConv2d = 4,
   kDequantize = 6,
   kFullyConnected = 9,
+  kLogistic = 14,
   kMaxPool2d = 17,
   kReshape = 22,
   kResizeBilinear = 23,
@@ -109,11 +112,11 @@ enum Builtin : int {
   kResizeNearestNeighbor = 97,
   kQuantize = 114,
 };
-constexpr std::array<int, 25> kSupported = {
+constexpr std::array<int, 26> kSupported = {
     kAdd,    kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d,       kDequantize, kFullyConnected,
     kMaxPool2d, kReshape,    kResizeBilinear, kSoftmax, kPad,                 kArgMax,     kArgMin,
     kResizeNearestNeighbor, kQuantize, kMean, kShape, kStridedSlice,         kPack,       kTile,
-    kGather, kCast,          kFill,          kRange};
+    kGather, kCast,          kFill,          kRange,  kLogistic};
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
 constexpr const char* kDetectionPostProcess = "TFLite_Detection_PostProcess";
@@ -733,6 +736,7 @@ class Importer {
       case kAveragePool2d: return pool(op, false);
       case kReshape: return reshape(op);
       case kSoftmax: return softmax(op);
+      case kLogistic: return logistic(op);
       case kConcatenation: return concatenation(op);
       case kPad: return pad(op);
       case kQuantize: return quantize(op);
@@ -1058,6 +1062,44 @@ class Importer {
     add_node("QuantizeLinear", "", {p, scale_constant(base + "/y_scale", {yq.scale}),
                                     zero_point_constant(base + "/y_zero_point", xd, {yq.zero_point})},
              {output_model(y)}, {{"rounding", std::string("half_away_from_zero")}}, "/quantize");
+  }
+
+  // LOGISTIC. uint8/int8: furiosa::Requantize with the 256-entry table TFLite's default kernel
+  // builds (kernels/activations.cc, SigmoidPrepare -> PopulateLookupTable / LUTPopulate): x =
+  // in_scale * (q - in_zp) and 1 / (1 + exp(-x)) in float32, then round(y * 256) (half away from
+  // zero) + out_zp, clamped; TFLite requires the output scale 1/256 and zero point 0 (uint8) or
+  // -128 (int8). float32: Sigmoid (host).
+  void logistic(const fb::Operator& op) {
+    const auto in = op_inputs(op);
+    const auto out = op_outputs(op);
+    require_arity(in, 1, 1, out);
+    const int x = in[0], y = out[0];
+    const DType xd = dtype(x);
+    if (xd != dtype(y)) bad("input and output types differ");
+    if (xd == DType::Float32) {
+      add_node("Sigmoid", "", {model_view(x)}, {output_model(y)}, {});
+      return;
+    }
+    if (!is_quantized(xd)) unsupported(fmt::format("input '{}' is {}; float32, uint8 and int8 are supported", info(x).name, dtype_name(xd)));
+    const Quant xq = quant(x), yq = quant(y);
+    const std::int32_t want_zp = xd == DType::UInt8 ? 0 : -128;
+    if (yq.scale != 1.0f / 256 || yq.zero_point != want_zp) {
+      bad(fmt::format("output '{}' has scale {} and zero point {}; TFLite's LOGISTIC requires 1/256 and {}",
+                      info(y).name, yq.scale, yq.zero_point, want_zp));
+    }
+    const auto [lo, hi] = isa::quant_range(xd);
+    std::vector<std::int64_t> table(256);
+    for (int byte = 0; byte < 256; ++byte) {
+      const std::int32_t q = xd == DType::Int8 ? static_cast<std::int8_t>(static_cast<std::uint8_t>(byte)) : byte;
+      const float real = xq.scale * static_cast<float>(q - xq.zero_point);
+      const float sig = 1.0f / (1.0f + std::exp(-real));
+      const float rescaled = std::round(sig * (1.0f / yq.scale));
+      const auto v = static_cast<std::int32_t>(rescaled + static_cast<float>(yq.zero_point));
+      table[static_cast<std::size_t>(byte)] = static_cast<std::uint8_t>(std::clamp(v, lo, hi));
+    }
+    const bool nchw = info(x).shape.size() == 4 && info(x).model < 0 && info(x).nchw >= 0;
+    add_node("Requantize", "furiosa", {nchw ? nchw_view(x) : model_view(x)}, {nchw ? output_nchw(y) : output_model(y)},
+             requantize_attrs(xq, yq, xd, std::move(table)));
   }
 
   void concatenation(const fb::Operator& op) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -149,8 +150,6 @@ const std::set<std::string> kNoImportableCase = {"Cast"};
 // uint64, bool, string, sequences): those are counted as skipped, since no operator could run
 // them. A listed case that is not in the data fails the test too (a stale entry).
 const std::map<std::string, std::string> kExcludedCases = {
-    {"test_maxpool_3d_default", "3-D pooling is not implemented (1-D and 2-D are)"},
-    {"test_averagepool_3d_default", "3-D pooling is not implemented (1-D and 2-D are)"},
     {"test_identity_opt", "optional values are not tensors; the IR holds tensors only"},
     {"test_identity_sequence", "sequences are not tensors; the IR holds tensors only"},
     {"test_resize_downsample_scales_cubic_align_corners",
@@ -374,8 +373,11 @@ TEST_CASE("cpu ops: list and support queries", "[compiler][cpu_ops]") {
   contrib.domain = "com.microsoft";
   CHECK_FALSE(host::cpu_op_supported(contrib, {}, &why));
   CHECK_THAT(why, Catch::Contains("com.microsoft::QLinearAdd"));
-  CHECK_FALSE(host::cpu_op_supported(make_node("MaxPool", 1, {{"kernel_shape", std::vector<std::int64_t>{2, 2, 2}}}),
-                                         {DType::Float32}, &why));
+  // Pools take any spatial rank; Conv 1-D and 2-D only.
+  CHECK(host::cpu_op_supported(make_node("MaxPool", 1, {{"kernel_shape", std::vector<std::int64_t>{2, 2, 2}}}),
+                               {DType::Float32}, &why));
+  CHECK_FALSE(host::cpu_op_supported(make_node("Conv", 2, {{"kernel_shape", std::vector<std::int64_t>{2, 2, 2}}}),
+                                     {DType::Float32, DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("3-D"));
   CHECK_FALSE(host::cpu_op_supported(make_node("Cast", 1, {{"to", std::int64_t{10}}}), {DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("type 10"));
@@ -701,6 +703,192 @@ TEST_CASE("cpu ops: pooling variants", "[compiler][cpu_ops]") {
   Tensor g = run1(make_node("GlobalAveragePool", 1), {&f});
   CHECK(g.shape() == Shape{1, 1, 1, 1});
   CHECK(values<float>(g)[0] == Approx(5.0f));
+}
+
+namespace {
+
+// Brute-force 3-D pooling reference, written out per dim (independent of the library's N-D
+// window walk): x [N, C, D, H, W], attributes as ONNX names them (pads: begins then ends).
+// Gives the max, the average, the row-major and column-major argmax offsets and the shape.
+struct Pool3dRef {
+  std::vector<float> max, avg;
+  std::vector<std::int64_t> idx_row, idx_col;
+  Shape ys;
+};
+Pool3dRef pool3d_ref(const std::vector<float>& x, const Shape& xs, std::array<std::int64_t, 3> k,
+                     std::array<std::int64_t, 3> s, std::array<std::int64_t, 3> d, std::array<std::int64_t, 6> p,
+                     const std::string& auto_pad, bool ceil_mode, bool include_pad) {
+  const std::int64_t N = xs[0], C = xs[1];
+  const std::array<std::int64_t, 3> in{xs[2], xs[3], xs[4]};
+  std::array<std::int64_t, 3> o{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::int64_t eff = (k[i] - 1) * d[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      o[i] = (in[i] + s[i] - 1) / s[i];
+      const std::int64_t total = std::max<std::int64_t>(0, (o[i] - 1) * s[i] + eff - in[i]);
+      p[i] = auto_pad == "SAME_LOWER" ? (total + 1) / 2 : total / 2;
+      p[i + 3] = total - p[i];
+    } else {
+      const double f = static_cast<double>(in[i] + p[i] + p[i + 3] - eff) / static_cast<double>(s[i]);
+      o[i] = static_cast<std::int64_t>(ceil_mode ? std::ceil(f) : std::floor(f)) + 1;
+      if (ceil_mode && (o[i] - 1) * s[i] >= in[i] + p[i]) --o[i];
+    }
+  }
+  Pool3dRef r;
+  r.ys = {N, C, o[0], o[1], o[2]};
+  const std::int64_t plane = in[0] * in[1] * in[2];
+  for (std::int64_t nc = 0; nc < N * C; ++nc)
+    for (std::int64_t a = 0; a < o[0]; ++a)
+      for (std::int64_t b = 0; b < o[1]; ++b)
+        for (std::int64_t e = 0; e < o[2]; ++e) {
+          float best = 0, sum = 0;
+          std::int64_t row = -1, col = -1, inside = 0, padded = 0;
+          for (std::int64_t ka = 0; ka < k[0]; ++ka)
+            for (std::int64_t kb = 0; kb < k[1]; ++kb)
+              for (std::int64_t ke = 0; ke < k[2]; ++ke) {
+                const std::int64_t i0 = a * s[0] - p[0] + ka * d[0], i1 = b * s[1] - p[1] + kb * d[1],
+                                   i2 = e * s[2] - p[2] + ke * d[2];
+                padded += i0 >= -p[0] && i0 < in[0] + p[3] && i1 >= -p[1] && i1 < in[1] + p[4] &&
+                          i2 >= -p[2] && i2 < in[2] + p[5];
+                if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) continue;
+                const float v = x[static_cast<std::size_t>(nc * plane + (i0 * in[1] + i1) * in[2] + i2)];
+                ++inside;
+                sum += v;
+                if (row < 0 || v > best) {
+                  best = v;
+                  row = nc * plane + (i0 * in[1] + i1) * in[2] + i2;
+                  col = nc * plane + i0 + i1 * in[0] + i2 * in[0] * in[1];
+                }
+              }
+          const std::int64_t count = include_pad ? padded : inside;
+          r.max.push_back(best);
+          r.avg.push_back(count > 0 ? sum / static_cast<float>(count) : 0.0f);
+          r.idx_row.push_back(row);
+          r.idx_col.push_back(col);
+        }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cpu ops: 3-D and higher pooling against a brute-force reference and the 2-D path", "[compiler][cpu_ops]") {
+  using V = std::vector<std::int64_t>;
+  const Shape xs{2, 3, 5, 6, 7};
+  // Distinct values (a permutation of a ramp), so the argmax is unique and ties do not hide
+  // an index error.
+  std::vector<float> xv(static_cast<std::size_t>(element_count(xs)));
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 97) % xv.size()) * 0.25f - 40.0f;
+  Tensor x = f32(xs, xv);
+  struct Case {
+    std::array<std::int64_t, 3> k, s, d;
+    std::array<std::int64_t, 6> p;
+    std::string auto_pad;
+    bool ceil, include_pad;
+  };
+  const std::vector<Case> cases = {
+      {{2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, "NOTSET", false, false},  // test_*pool_3d_default
+      {{3, 2, 3}, {2, 1, 3}, {1, 2, 1}, {1, 0, 2, 1, 1, 0}, "NOTSET", false, false},
+      {{3, 2, 3}, {2, 1, 3}, {1, 2, 1}, {1, 0, 2, 1, 1, 0}, "NOTSET", false, true},
+      {{2, 3, 2}, {2, 2, 2}, {1, 1, 2}, {0, 1, 1, 0, 1, 0}, "NOTSET", true, true},
+      {{2, 3, 2}, {2, 2, 2}, {1, 1, 2}, {0, 1, 1, 0, 1, 0}, "NOTSET", true, false},
+      {{3, 3, 4}, {2, 3, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, "SAME_UPPER", false, true},
+      {{3, 3, 4}, {2, 3, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, "SAME_LOWER", false, false},
+      {{2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {9, 9, 9, 9, 9, 9}, "VALID", true, false},
+  };
+  for (const auto& cs : cases) {
+    INFO("kernel " << cs.k[0] << "x" << cs.k[1] << "x" << cs.k[2] << " auto_pad " << cs.auto_pad << " ceil "
+                   << cs.ceil << " count_include_pad " << cs.include_pad);
+    std::map<std::string, Attribute> attrs = {{"kernel_shape", V(cs.k.begin(), cs.k.end())},
+                                              {"strides", V(cs.s.begin(), cs.s.end())},
+                                              {"dilations", V(cs.d.begin(), cs.d.end())},
+                                              {"ceil_mode", std::int64_t{cs.ceil}}};
+    if (cs.auto_pad == "NOTSET") attrs["pads"] = V(cs.p.begin(), cs.p.end());
+    else attrs["auto_pad"] = cs.auto_pad;
+    const auto ref = pool3d_ref(xv, xs, cs.k, cs.s, cs.d, cs.auto_pad == "NOTSET" ? cs.p : std::array<std::int64_t, 6>{},
+                                cs.auto_pad, cs.ceil, cs.include_pad);
+    std::string why;
+    REQUIRE(host::cpu_op_supported(make_node("MaxPool", 1, attrs, 2), {DType::Float32}, &why));
+    for (std::int64_t order : {0, 1}) {
+      auto m_attrs = attrs;
+      m_attrs["storage_order"] = order;
+      auto out = host::run_cpu_op(make_node("MaxPool", 1, m_attrs, 2), {&x});
+      REQUIRE(out.size() == 2);
+      REQUIRE(out[0].shape() == ref.ys);
+      REQUIRE(out[1].shape() == ref.ys);
+      CHECK(values<float>(out[0]) == ref.max);
+      CHECK(values<std::int64_t>(out[1]) == (order == 0 ? ref.idx_row : ref.idx_col));
+    }
+    auto a_attrs = attrs;
+    a_attrs["count_include_pad"] = std::int64_t{cs.include_pad};
+    Tensor avg = run1(make_node("AveragePool", 1, a_attrs), {&x});
+    REQUIRE(avg.shape() == ref.ys);
+    const auto av = values<float>(avg);
+    for (std::size_t i = 0; i < av.size(); ++i) CHECK(av[i] == Approx(ref.avg[i]).epsilon(1e-6).margin(1e-6));
+  }
+
+  // uint8 and int8: values with ties (first tap in row-major window order wins).
+  std::vector<std::uint8_t> xu(xv.size());
+  std::vector<std::int8_t> xi(xv.size());
+  std::vector<float> xuf(xv.size()), xif(xv.size());
+  for (std::size_t i = 0; i < xu.size(); ++i) {
+    xu[i] = static_cast<std::uint8_t>((i * 37) % 251);
+    xi[i] = static_cast<std::int8_t>(static_cast<int>((i * 53) % 199) - 99);
+    xuf[i] = xu[i];
+    xif[i] = xi[i];
+  }
+  Tensor tu = make(DType::UInt8, xs, xu), ti = make(DType::Int8, xs, xi);
+  const auto ru = pool3d_ref(xuf, xs, {2, 3, 2}, {2, 2, 2}, {1, 1, 1}, {1, 0, 1, 0, 1, 1}, "NOTSET", false, false);
+  const auto ri = pool3d_ref(xif, xs, {2, 3, 2}, {2, 2, 2}, {1, 1, 1}, {1, 0, 1, 0, 1, 1}, "NOTSET", false, false);
+  const Node q8 = make_node("MaxPool", 1, {{"kernel_shape", V{2, 3, 2}}, {"strides", V{2, 2, 2}}, {"pads", V{1, 0, 1, 0, 1, 1}}}, 2);
+  auto mu = host::run_cpu_op(q8, {&tu});
+  auto mi = host::run_cpu_op(q8, {&ti});
+  REQUIRE(mu[0].shape() == ru.ys);
+  REQUIRE(mi[0].shape() == ri.ys);
+  CHECK(values<std::int64_t>(mu[1]) == ru.idx_row);
+  CHECK(values<std::int64_t>(mi[1]) == ri.idx_row);
+  for (std::size_t i = 0; i < ru.max.size(); ++i) {
+    CHECK(static_cast<float>(mu[0].as<std::uint8_t>()[i]) == ru.max[i]);
+    CHECK(static_cast<float>(mi[0].as<std::int8_t>()[i]) == ri.max[i]);
+  }
+
+  // A kernel of 1 over the depth is the 2-D pool of every depth slice: the N-D walk and the 2-D
+  // kernels (checked against the ONNX backend cases) agree on pads, strides, dilations and
+  // ceil_mode, for both ops.
+  const Shape x2s{2, 3 * 5, 6, 7};
+  Tensor x2 = f32(x2s, xv);
+  const std::map<std::string, Attribute> a3 = {{"kernel_shape", V{1, 3, 2}}, {"strides", V{1, 2, 3}},
+                                               {"dilations", V{1, 2, 1}}, {"pads", V{0, 2, 1, 0, 1, 1}},
+                                               {"ceil_mode", std::int64_t{1}}, {"count_include_pad", std::int64_t{1}}};
+  const std::map<std::string, Attribute> a2 = {{"kernel_shape", V{3, 2}}, {"strides", V{2, 3}},
+                                               {"dilations", V{2, 1}}, {"pads", V{2, 1, 1, 1}},
+                                               {"ceil_mode", std::int64_t{1}}, {"count_include_pad", std::int64_t{1}}};
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    INFO(op);
+    Tensor y3 = run1(make_node(op, 1, a3), {&x});
+    Tensor y2 = run1(make_node(op, 1, a2), {&x2});
+    REQUIRE(y3.shape().size() == 5);
+    CHECK(Shape{y3.shape()[0], y3.shape()[1] * y3.shape()[2], y3.shape()[3], y3.shape()[4]} == y2.shape());
+    CHECK(values<float>(y3) == values<float>(y2));
+  }
+
+  // Four spatial dims: a kernel of 1 over the first is the 3-D pool of each of its slices.
+  const Shape x4s{1, 2, 3, 4, 5, 6};
+  const auto x4v = ramp(static_cast<std::size_t>(element_count(x4s)), 8.0f);
+  Tensor x4 = f32(x4s, x4v), x4as3 = f32({1, 6, 4, 5, 6}, x4v);
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    INFO(op);
+    Tensor y4 = run1(make_node(op, 1, {{"kernel_shape", V{1, 2, 3, 2}}, {"pads", V{0, 1, 1, 0, 0, 0, 1, 1}}}), {&x4});
+    Tensor y3 = run1(make_node(op, 1, {{"kernel_shape", V{2, 3, 2}}, {"pads", V{1, 1, 0, 0, 1, 1}}}), {&x4as3});
+    CHECK(y4.shape() == Shape{1, 2, 3, 4, 5, 6});
+    CHECK(y3.shape() == Shape{1, 6, 4, 5, 6});
+    CHECK(values<float>(y4) == values<float>(y3));
+  }
+  // An input of the wrong rank for the kernel is refused with both shapes named.
+  CHECK_THROWS_MATCHES(run1(make_node("MaxPool", 1, {{"kernel_shape", V{2, 2}}}), {&x}), Error,
+                       Catch::Predicate<Error>([](const Error& e) {
+                         return e.code() == ErrorCode::IncompatibleModel &&
+                                e.message().find("2 dims for 3 spatial dims") != std::string::npos;
+                       }));
 }
 
 TEST_CASE("cpu ops: attribute and input variants across opsets", "[compiler][cpu_ops]") {

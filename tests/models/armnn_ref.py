@@ -120,28 +120,44 @@ def truncate_at_argmax(data):
     return bytes(buf), logits
 
 
-def run_armnn(model_path, xs):
-    """Runs the model on CpuRef once per input; returns (outputs, output name, scale, offset)."""
+def run_armnn_outputs(model_path, xs):
+    """Runs a model on CpuRef once per element of xs (one parse and optimization for all): an
+    array for a one-input model, or a dict of arrays by input tensor name. Returns (outputs,
+    output names, output binding infos): outputs[i] is the list of arrays of every subgraph
+    output for xs[i], in the subgraph's output order."""
     import pyarmnn as ann  # imported here so --help works without it
 
     parser = ann.ITfLiteParser()
     network = parser.CreateNetworkFromBinaryFile(model_path)
-    in_name = parser.GetSubgraphInputTensorNames(0)[0]
-    out_name = parser.GetSubgraphOutputTensorNames(0)[0]
-    in_binding = parser.GetNetworkInputBindingInfo(0, in_name)
-    out_binding = parser.GetNetworkOutputBindingInfo(0, out_name)
+    in_names = list(parser.GetSubgraphInputTensorNames(0))
+    out_names = list(parser.GetSubgraphOutputTensorNames(0))
+    in_bindings = [parser.GetNetworkInputBindingInfo(0, n) for n in in_names]
+    out_bindings = [parser.GetNetworkOutputBindingInfo(0, n) for n in out_names]
     runtime = ann.IRuntime(ann.CreationOptions())
     optimized, _ = ann.Optimize(network, [ann.BackendId("CpuRef")], runtime.GetDeviceSpec(),
                                 ann.OptimizerOptions())
     net_id, _ = runtime.LoadNetwork(optimized)
     ys = []
     for x in xs:
-        inputs = ann.make_input_tensors([in_binding], [x])
-        outputs = ann.make_output_tensors([out_binding])
+        if not isinstance(x, dict):
+            if len(in_names) != 1:
+                raise SystemExit(f"{model_path} has inputs {in_names}; give them by name")
+            x = {in_names[0]: x}
+        if sorted(x) != sorted(in_names):
+            raise SystemExit(f"{model_path} has inputs {in_names}, given {sorted(x)}")
+        inputs = ann.make_input_tensors(in_bindings, [x[n] for n in in_names])
+        outputs = ann.make_output_tensors(out_bindings)
         runtime.EnqueueWorkload(net_id, inputs, outputs)
-        ys.append(ann.workload_tensors_to_ndarray(outputs)[0])
-    info = out_binding[1]
-    return ys, out_name, info.GetQuantizationScale(), info.GetQuantizationOffset()
+        ys.append(ann.workload_tensors_to_ndarray(outputs))
+    return ys, out_names, [b[1] for b in out_bindings]
+
+
+def run_armnn(model_path, xs):
+    """Runs the model on CpuRef once per input; returns (outputs, output name, scale, offset)
+    of its first output."""
+    ys, names, infos = run_armnn_outputs(model_path, xs)
+    return ([y[0] for y in ys], names[0], infos[0].GetQuantizationScale(),
+            infos[0].GetQuantizationOffset())
 
 
 def main():

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """An independent reference for uint8 TFLite models: TFLite's published reference-kernel arithmetic
 in numpy, for the operators of DeepLabV3 (deeplabv3_mnv2_pascal_quant): CONV_2D,
-DEPTHWISE_CONV_2D, ADD, AVERAGE_POOL_2D, CONCATENATION, QUANTIZE, RESIZE_BILINEAR, ARG_MAX.
+DEPTHWISE_CONV_2D, ADD, AVERAGE_POOL_2D, CONCATENATION, QUANTIZE, RESIZE_BILINEAR, ARG_MAX, and of
+the SSD heads of make-tflite-ssd (tests/runtime/make_tflite_ssd.cpp): RESHAPE, LOGISTIC.
 
 Why: Arm NN's CpuRef backend (tests/models/armnn_ref.py) computes each quantized layer in float
 and rounds once, while TFLite's integer kernels use QuantizeMultiplier +
@@ -30,13 +31,18 @@ tensorflow/lite/kernels (kernel_util.cc, add.cc, concatenation.cc):
  - RESIZE_BILINEAR (uint8): the generic ResizeBilinear<T>, float32 coordinates and weights, the
    four taps summed in float32, truncated.
  - ARG_MAX: first index of the largest value.
+ - RESHAPE: the output tensor's shape (the stored values are not touched).
+ - LOGISTIC (uint8): the lookup table of kernels/activations.cc (PopulateLookupTable / LUTPopulate):
+   x = s_in * (q - z_in) in float32, 1 / (1 + exp(-x)) in float32, round(y * (1 / s_out)) (half
+   away from zero) + z_out, clamped; TFLite requires s_out = 1/256, z_out = 0.
 Real multipliers are computed in double from the float32 scales.
 
 The model is read with the `flatbuffers` Python runtime (python3-flatbuffers), field ids as in
 TFLite's public schema. Usage:
   /usr/bin/python3 tests/models/tflite_ref.py MODEL.tflite --input x.npy ... \
-      [--output out.npy ...] [--logits logits.npy ...]
---output gets the model's output (the label map), --logits the input of the ARG_MAX operator.
+      [--output out.npy ...] [--logits logits.npy ...] [--all-outputs PREFIX]
+--output gets the model's (first) output (the label map), --logits the input of the ARG_MAX
+operator, --all-outputs every output k of input i as PREFIX_<i>_<k>.npy.
 """
 
 import argparse
@@ -336,6 +342,20 @@ def arg_max(m, op, x):
     return y.astype(np.int64 if m.tensors[op["outputs"][0]]["type"] == INT64 else np.int32)
 
 
+def logistic(m, op, x):
+    (sx, zx), (sy, zy) = m.quant(op["inputs"][0]), m.quant(op["outputs"][0])
+    if sy != 1.0 / 256 or zy != 0:
+        raise SystemExit(f"LOGISTIC output scale {sy} zero point {zy}: TFLite requires 1/256 and 0")
+    q = np.arange(256, dtype=np.int32)
+    real = np.float32(sx) * (q - zx).astype(np.float32)
+    # exp in double rounded to float32: the correctly rounded expf (glibc's expf is too, in all
+    # but rare cases; numpy's own float32 exp may be an ulp off)
+    e = np.exp(-real.astype(np.float64)).astype(np.float32)
+    sig = (np.float32(1) / (np.float32(1) + e)).astype(np.float32)
+    table = np.clip(round_half_away(sig * (np.float32(1) / np.float32(sy))) + zy, 0, 255).astype(np.uint8)
+    return table[x]
+
+
 def run(m, x):
     """Runs subgraph 0; returns (values by tensor index)."""
     values = {m.inputs[0]: x}
@@ -358,6 +378,10 @@ def run(m, x):
             y = resize_bilinear(m, op, ins[0])
         elif code == 56:
             y = arg_max(m, op, ins[0])
+        elif code == 22:
+            y = ins[0].reshape(m.tensors[op["outputs"][0]]["shape"])
+        elif code == 14:
+            y = logistic(m, op, ins[0])
         else:
             raise SystemExit(f"operator {k}: builtin code {code} is not implemented here")
         if list(y.shape) != m.tensors[op["outputs"][0]]["shape"]:
@@ -373,6 +397,7 @@ def main():
     ap.add_argument("--input", nargs="+", required=True)
     ap.add_argument("--output", nargs="+", default=[])
     ap.add_argument("--logits", nargs="+", default=[])
+    ap.add_argument("--all-outputs", help="write output k of input i to <this>_<i>_<k>.npy")
     args = ap.parse_args()
     with open(args.model, "rb") as f:
         m = Model(f.read())
@@ -382,6 +407,9 @@ def main():
         y = values[m.outputs[0]]
         if args.output:
             np.save(args.output[i], y)
+        if args.all_outputs:
+            for k, t in enumerate(m.outputs):
+                np.save(f"{args.all_outputs}_{i}_{k}.npy", values[t])
         if args.logits:
             if not argmax_ops:
                 raise SystemExit("--logits needs a model with an ARG_MAX operator")

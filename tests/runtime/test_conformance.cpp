@@ -4,6 +4,7 @@
 // before compiling, as the compiler requires constant quantization parameters.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -11,6 +12,7 @@
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/runtime/runner.h"
+#include "graph_builder.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -67,6 +69,62 @@ TEST_CASE("ONNX conformance: QLinearMatMul 2D", "[conformance]") {
 
 TEST_CASE("ONNX conformance: MaxPool uint8 (libonnx-testdata)", "[conformance]") {
   CHECK(run_case(test::onnx_node_test("test_maxpool_2d_uint8")) == 0);
+}
+
+// The NPU's LowLevelMaxPool is 2-D (NCHW): a 5-D uint8 MaxPool, given directly or as a QDQ
+// region (DQ -> MaxPool -> Q, which the compiler turns into a uint8 MaxPool), must run on the
+// host, with the host library's result; the same pool on a 4-D tensor runs on the NPU.
+TEST_CASE("a uint8 MaxPool runs on the NPU only when 4-D, 3-D pools on the host", "[conformance][pool]") {
+  using V = std::vector<std::int64_t>;
+  const std::map<std::string, compiler::Attribute> attrs = {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}};
+  const std::map<std::string, compiler::Attribute> attrs3 = {{"kernel_shape", V{2, 2, 2}}, {"strides", V{2, 2, 2}}};
+  for (bool qdq : {false, true}) {
+    for (int rank : {4, 5}) {
+      INFO("rank " << rank << (qdq ? " QDQ" : ""));
+      const Shape xs = rank == 4 ? Shape{1, 3, 8, 64} : Shape{1, 3, 4, 8, 64};
+      const Shape ys = rank == 4 ? Shape{1, 3, 4, 32} : Shape{1, 3, 2, 4, 32};
+      test::GraphBuilder b;
+      b.g.name = "maxpool";
+      const int x = b.add("x", DType::UInt8, xs), y = b.add("y", DType::UInt8, ys);
+      b.g.inputs = {x};
+      b.g.outputs = {y};
+      if (qdq) {
+        const int xf = b.add("xf", DType::Float32, xs), yf = b.add("yf", DType::Float32, ys);
+        const int s = b.scalar("s", test::scalar_of(DType::Float32, 0.05)), z = b.scalar("z", test::scalar_of(DType::UInt8, 9));
+        b.node("DequantizeLinear", {x, s, z}, {xf});
+        b.node("MaxPool", {xf}, {yf}, rank == 4 ? attrs : attrs3);
+        b.node("QuantizeLinear", {yf, s, z}, {y});
+      } else {
+        b.node("MaxPool", {x}, {y}, rank == 4 ? attrs : attrs3);
+      }
+      auto runner = runtime::create_runner(b.g);
+      const auto& report = runner->partition_report();
+      const auto pool = std::find_if(report.entries.begin(), report.entries.end(),
+                                     [](const compiler::PartitionEntry& e) { return e.op == "MaxPool"; });
+      REQUIRE(pool != report.entries.end());
+      if (rank == 4) {
+        CHECK(pool->placement == "npu");
+        CHECK(runner->compiled().npu_calls.size() == 1);
+      } else {
+        CHECK(pool->placement == "fallback");
+        CHECK(runner->compiled().npu_calls.empty());
+      }
+      Tensor in(DType::UInt8, xs);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(in.elements()); ++i) {
+        in.as<std::uint8_t>()[i] = static_cast<std::uint8_t>((i * 131 + i / 7) % 256);
+      }
+      compiler::Node node;
+      node.name = "ref";
+      node.op_type = "MaxPool";
+      node.inputs = {0};
+      node.outputs = {1};
+      node.attributes = rank == 4 ? attrs : attrs3;
+      const Tensor expected = host::run_cpu_op(node, {&in}).at(0);
+      const Tensor out = runner->run({in}).at(0);
+      REQUIRE(out.shape() == ys);
+      CHECK(test::max_abs_diff(out, expected) == 0);
+    }
+  }
 }
 
 // The whole stack (compiler partition, NPU kernels or host operators, runtime) on every ONNX

@@ -33,6 +33,7 @@
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 #include "tflite_subset_generated.h"
+#include "tflite_writer.h"
 
 using namespace furiosa;
 namespace fs = std::filesystem;
@@ -40,71 +41,11 @@ namespace fb = furiosa::tflite_fb;
 
 namespace {
 
-// ---- writing .tflite files ------------------------------------------------------------------
-
-struct QSpec {
-  std::vector<float> scales;
-  std::vector<std::int64_t> zero_points;
-  int dim = 0;
-};
-
-// Builds a one-subgraph TFLite model with the FlatBuffers builder generated from our schema.
-class TfliteWriter {
- public:
-  TfliteWriter() { buffers_.push_back(fb::CreateBuffer(b_)); }  // buffer 0: the empty sentinel
-
-  flatbuffers::FlatBufferBuilder& builder() { return b_; }
-
-  // A tensor; `data` (raw little-endian bytes) makes it a constant.
-  int tensor(const std::string& name, fb::TensorType type, std::vector<std::int32_t> shape,
-             const QSpec* q = nullptr, const std::vector<std::uint8_t>* data = nullptr) {
-    std::uint32_t buffer = 0;
-    if (data) {
-      buffers_.push_back(fb::CreateBufferDirect(b_, data));
-      buffer = static_cast<std::uint32_t>(buffers_.size() - 1);
-    }
-    flatbuffers::Offset<fb::QuantizationParameters> qp = 0;
-    if (q) qp = fb::CreateQuantizationParametersDirect(b_, &q->scales, &q->zero_points, q->dim);
-    tensors_.push_back(fb::CreateTensorDirect(b_, &shape, type, buffer, name.c_str(), qp));
-    return static_cast<int>(tensors_.size() - 1);
-  }
-
-  void op(int code, std::vector<std::int32_t> in, std::vector<std::int32_t> out,
-          fb::BuiltinOptions type = fb::BuiltinOptions::NONE, flatbuffers::Offset<void> options = 0) {
-    auto it = std::find(codes_.begin(), codes_.end(), code);
-    if (it == codes_.end()) {
-      codes_.push_back(code);
-      // Like current converters: the int8 field holds codes below 127, the int32 field all.
-      code_tables_.push_back(fb::CreateOperatorCode(b_, static_cast<std::int8_t>(std::min(code, 127)), 0, code));
-      it = codes_.end() - 1;
-    }
-    ops_.push_back(fb::CreateOperatorDirect(b_, static_cast<std::uint32_t>(it - codes_.begin()), &in, &out, type, options));
-  }
-
-  // A CUSTOM operator (builtin code 32) with its custom_code and FlexBuffer options.
-  void custom_op(const std::string& custom_code, std::vector<std::int32_t> in, std::vector<std::int32_t> out,
-                 const std::vector<std::uint8_t>& options) {
-    code_tables_.push_back(fb::CreateOperatorCode(b_, 32, b_.CreateString(custom_code), 32));
-    codes_.push_back(-1);  // never matched by op()
-    ops_.push_back(fb::CreateOperatorDirect(b_, static_cast<std::uint32_t>(code_tables_.size() - 1), &in, &out,
-                                            fb::BuiltinOptions::NONE, 0, &options));
-  }
-
-  std::string finish(std::vector<std::int32_t> inputs, std::vector<std::int32_t> outputs) {
-    auto sg = fb::CreateSubGraphDirect(b_, &tensors_, &inputs, &outputs, &ops_, "main");
-    std::vector<flatbuffers::Offset<fb::SubGraph>> sgs{sg};
-    fb::FinishModelBuffer(b_, fb::CreateModelDirect(b_, 3, &code_tables_, &sgs, &buffers_));
-    return {reinterpret_cast<const char*>(b_.GetBufferPointer()), b_.GetSize()};
-  }
-
- private:
-  flatbuffers::FlatBufferBuilder b_;
-  std::vector<flatbuffers::Offset<fb::Buffer>> buffers_;
-  std::vector<flatbuffers::Offset<fb::Tensor>> tensors_;
-  std::vector<flatbuffers::Offset<fb::Operator>> ops_;
-  std::vector<int> codes_;
-  std::vector<flatbuffers::Offset<fb::OperatorCode>> code_tables_;
-};
+// The .tflite writer, raw_bytes and the float NHWC convolution reference (tflite_writer.h).
+using test::conv_ref;
+using test::QSpec;
+using test::raw_bytes;
+using test::TfliteWriter;
 
 // Writes `bytes` to the build tree (FURIOSA_TFLITE_TEST_DIR) and returns the path.
 fs::path write_model(const std::string& name, const std::string& bytes) {
@@ -113,13 +54,6 @@ fs::path write_model(const std::string& name, const std::string& bytes) {
   const fs::path path = dir / name;
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
-}
-
-template <class T>
-std::vector<std::uint8_t> raw_bytes(const std::vector<T>& v) {
-  std::vector<std::uint8_t> out(v.size() * sizeof(T));
-  std::memcpy(out.data(), v.data(), out.size());
-  return out;
 }
 
 // ---- float references -----------------------------------------------------------------------
@@ -135,47 +69,6 @@ std::vector<double> dequantized(const Tensor& t, double scale, std::int32_t zp) 
   std::vector<double> out(static_cast<std::size_t>(t.elements()));
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = (test::element(t, i) - zp) * scale;
   return out;
-}
-
-// A float NHWC convolution with TFLite's SAME/VALID padding: weights OHWI for a convolution, or
-// 1HWO with O = C * multiplier for a depthwise one. Returns NHWC.
-std::vector<double> conv_ref(const std::vector<double>& x, const Shape& xs, const std::vector<double>& w,
-                             const Shape& ws, const std::vector<double>& bias, std::int64_t stride, bool same,
-                             bool depthwise, Shape* out_shape) {
-  const std::int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3];
-  const std::int64_t kh = ws[1], kw = ws[2], M = depthwise ? ws[3] : ws[0];
-  auto dim = [&](std::int64_t in, std::int64_t k, std::int64_t* before) {
-    if (!same) {
-      *before = 0;
-      return (in - k + stride) / stride;
-    }
-    const std::int64_t out = (in + stride - 1) / stride;
-    *before = std::max<std::int64_t>(0, (out - 1) * stride + k - in) / 2;
-    return out;
-  };
-  std::int64_t pt = 0, pl = 0;
-  const std::int64_t OH = dim(H, kh, &pt), OW = dim(W, kw, &pl);
-  *out_shape = {N, OH, OW, M};
-  std::vector<double> y(static_cast<std::size_t>(N * OH * OW * M));
-  for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t oh = 0; oh < OH; ++oh)
-      for (std::int64_t ow = 0; ow < OW; ++ow)
-        for (std::int64_t m = 0; m < M; ++m) {
-          double acc = bias[static_cast<std::size_t>(m)];
-          for (std::int64_t r = 0; r < kh; ++r)
-            for (std::int64_t s = 0; s < kw; ++s) {
-              const std::int64_t ih = oh * stride - pt + r, iw = ow * stride - pl + s;
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-              const double* xp = x.data() + ((n * H + ih) * W + iw) * C;
-              if (depthwise) {
-                acc += xp[m / (M / C)] * w[static_cast<std::size_t>((r * kw + s) * M + m)];
-              } else {
-                for (std::int64_t c = 0; c < C; ++c) acc += xp[c] * w[static_cast<std::size_t>(((m * kh + r) * kw + s) * C + c)];
-              }
-            }
-          y[static_cast<std::size_t>(((n * OH + oh) * OW + ow) * M + m)] = acc;
-        }
-  return y;
 }
 
 // Largest |ours - expected| over the elements (ours in its own dtype, same element order).
@@ -1100,5 +993,47 @@ TEST_CASE("TFLite: TFLite_Detection_PostProcess, fast and regular NMS on hand-co
   SECTION("max_detections caps the regular result") {
     const auto out = run_dpp(dpp_model({true, 2, 1}, "dpp_regular2.tflite"));
     check_dpp(out, 2, {{0, {0, 0, 90}}, {1, {1, 1, 70}}}, 2);
+  }
+}
+
+TEST_CASE("TFLite: LOGISTIC as TFLite's 256-entry table (uint8) and Sigmoid (float32)", "[tflite][logistic]") {
+  // uint8: every input byte once; the table must be round(256 * sigmoid((q - 128) * 0.05)),
+  // saturated at 255 (TFLite's PopulateLookupTable, float32 arithmetic; the rounding of the
+  // float32 and double formulas agrees on these 256 values).
+  auto model = [](float out_scale, bool float32) {
+    TfliteWriter w;
+    const QSpec qin{{0.05f}, {128}}, qout{{out_scale}, {0}};
+    const auto type = float32 ? fb::TensorType::FLOAT32 : fb::TensorType::UINT8;
+    const int x = w.tensor("x", type, {1, 256}, float32 ? nullptr : &qin);
+    const int y = w.tensor("y", type, {1, 256}, float32 ? nullptr : &qout);
+    w.op(14, {x}, {y});
+    return w.finish({x}, {y});
+  };
+  auto runner = runtime::create_runner(write_model("logistic.tflite", model(1.0f / 256, false)), test_options());
+  Tensor in(DType::UInt8, {1, 256});
+  for (std::size_t i = 0; i < 256; ++i) in.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(i);
+  const Tensor out = runner->run({in}).at(0);
+  for (int q = 0; q < 256; ++q) {
+    INFO("q " << q);
+    const double sig = 1.0 / (1.0 + std::exp(-(q - 128) * static_cast<double>(0.05f)));
+    CHECK(static_cast<int>(out.as<std::uint8_t>()[static_cast<std::size_t>(q)]) == std::min(255, static_cast<int>(std::round(256 * sig))));
+  }
+  std::size_t on_npu = 0;
+  for (const auto& e : runner->compiled().report.entries) on_npu += e.op == "furiosa::Requantize" && e.placement == "npu";
+  CHECK(on_npu == 1);
+  // TFLite requires the output scale 1/256 (and zero point 0 for uint8).
+  try {
+    (void)compiler::import_tflite_bytes(model(1.0f / 128, false), "logistic.tflite");
+    FAIL("a LOGISTIC with output scale 1/128 was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.message(), Catch::Contains("LOGISTIC") && Catch::Contains("1/256"));
+  }
+  // float32: Sigmoid on the host.
+  auto frunner = runtime::create_runner(write_model("logistic_f32.tflite", model(1.0f, true)), test_options("npu0pe1"));
+  Tensor fin(DType::Float32, {1, 256});
+  for (std::size_t i = 0; i < 256; ++i) fin.as<float>()[i] = (static_cast<float>(i) - 128) * 0.1f;
+  const Tensor fout = frunner->run({fin}).at(0);
+  for (std::size_t i = 0; i < 256; ++i) {
+    CHECK(fout.as<float>()[i] == Approx(1.0 / (1.0 + std::exp(-static_cast<double>(fin.as<float>()[i])))).epsilon(1e-6));
   }
 }

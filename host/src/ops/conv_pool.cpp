@@ -18,8 +18,9 @@ struct Geom {
   std::int64_t oh = 1, ow = 1;        // output spatial size
 };
 
-// Attribute sanity for Conv/ConvInteger/MaxPool/AveragePool (cpu_op_supported).
-std::string check_window_attrs(const Node& n, bool need_kernel) {
+// Attribute sanity for Conv/ConvInteger/MaxPool/AveragePool (cpu_op_supported). `max_rank` is the
+// largest number of spatial dims the op's kernels take (0: any).
+std::string check_window_attrs(const Node& n, bool need_kernel, std::size_t max_rank) {
   std::size_t r = 0;
   auto ks = n.attr_ints("kernel_shape", {});
   if (ks.empty()) {
@@ -38,7 +39,7 @@ std::string check_window_attrs(const Node& n, bool need_kernel) {
     if (r == 0) r = pads.size() / 2;
     if (pads.size() != 2 * r) return fmt::format("attribute 'pads' has {} values for {} spatial dims", pads.size(), r);
   }
-  if (r > 2) {
+  if (max_rank > 0 && r > max_rank) {
     return fmt::format("{}-D windows (kernel_shape/strides/pads of rank {}) are not implemented, only "
                        "1-D and 2-D", r, r);
   }
@@ -49,13 +50,18 @@ std::string check_window_attrs(const Node& n, bool need_kernel) {
   return "";
 }
 
-// Resolves the window of `node` for input shape x ([N, C, spatial...], 1 or 2 spatial dims) and
+// Window geometry over any number of spatial dims: one entry per spatial dim of input [N, C, ...].
+struct Window {
+  std::vector<std::int64_t> in, k, s, d, pbeg, pend, out;  // as Geom's fields, per dim
+  std::size_t rank() const { return in.size(); }
+};
+
+// Resolves the window of `node` for input shape x ([N, C, spatial...], at least 1 spatial dim) and
 // kernel `kernel` (one entry per spatial dim), per the ONNX Conv / pooling output-size rules.
-Geom resolve_geom(const Ctx& c, const Shape& x, const std::vector<std::int64_t>& kernel, bool ceil_mode) {
+Window resolve_window(const Ctx& c, const Shape& x, const std::vector<std::int64_t>& kernel, bool ceil_mode) {
   const Node& n = c.node;
-  if (x.size() != 3 && x.size() != 4) {
-    c.bad(fmt::format("input {} must be [N, C, W] or [N, C, H, W]: only 1-D and 2-D windows are "
-                      "implemented", shape_to_string(x)));
+  if (x.size() < 3) {
+    c.bad(fmt::format("input {} must be [N, C, D1, ...] with at least one spatial dim", shape_to_string(x)));
   }
   const std::size_t r = x.size() - 2;
   if (kernel.size() != r) c.bad(fmt::format("kernel has {} dims for {} spatial dims", kernel.size(), r));
@@ -66,38 +72,54 @@ Geom resolve_geom(const Ctx& c, const Shape& x, const std::vector<std::int64_t>&
     c.bad(fmt::format("strides/dilations/pads must have {}/{}/{} values", r, r, 2 * r));
   }
   const std::string ap = n.attr_string("auto_pad", "NOTSET");
-  std::array<std::int64_t, 2> in{1, 1}, k{1, 1}, s{1, 1}, d{1, 1}, pbeg{0, 0}, pend{0, 0}, out{1, 1};
-  for (std::size_t i = 0; i < r; ++i) {
-    const std::size_t j = i + (2 - r);  // 1-D lands in the width slot
-    in[j] = x[2 + i];
-    k[j] = kernel[i];
-    s[j] = strides[i];
-    d[j] = dil[i];
-    pbeg[j] = pads[i];
-    pend[j] = pads[i + r];
-    if (k[j] < 1 || s[j] < 1 || d[j] < 1) c.bad("kernel, strides and dilations must be >= 1");
-    if (pbeg[j] < 0 || pend[j] < 0) c.bad("pads must be >= 0");
-    const std::int64_t eff = (k[j] - 1) * d[j] + 1;
+  Window w;
+  w.in.assign(x.begin() + 2, x.end());
+  w.k = kernel;
+  w.s = strides;
+  w.d = dil;
+  w.pbeg.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r));
+  w.pend.assign(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
+  w.out.assign(r, 1);
+  for (std::size_t j = 0; j < r; ++j) {
+    if (w.k[j] < 1 || w.s[j] < 1 || w.d[j] < 1) c.bad("kernel, strides and dilations must be >= 1");
+    if (w.pbeg[j] < 0 || w.pend[j] < 0) c.bad("pads must be >= 0");
+    const std::int64_t eff = (w.k[j] - 1) * w.d[j] + 1;
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      out[j] = (in[j] + s[j] - 1) / s[j];
-      const std::int64_t total = std::max<std::int64_t>(0, (out[j] - 1) * s[j] + eff - in[j]);
-      pbeg[j] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pend[j] = total - pbeg[j];
+      w.out[j] = (w.in[j] + w.s[j] - 1) / w.s[j];
+      const std::int64_t total = std::max<std::int64_t>(0, (w.out[j] - 1) * w.s[j] + eff - w.in[j]);
+      w.pbeg[j] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pend[j] = total - w.pbeg[j];
       continue;
     }
     if (ap == "VALID") {
-      pbeg[j] = pend[j] = 0;
+      w.pbeg[j] = w.pend[j] = 0;
     } else if (ap != "NOTSET") {
       c.bad(fmt::format("unknown auto_pad '{}'", ap));
     }
-    const std::int64_t span = in[j] + pbeg[j] + pend[j] - eff;
+    const std::int64_t span = w.in[j] + w.pbeg[j] + w.pend[j] - eff;
     if (span < 0) {
       c.bad(fmt::format("window of extent {} does not fit the padded input extent {}", eff,
-                        in[j] + pbeg[j] + pend[j]));
+                        w.in[j] + w.pbeg[j] + w.pend[j]));
     }
-    out[j] = (ceil_mode ? (span + s[j] - 1) / s[j] : span / s[j]) + 1;
+    w.out[j] = (ceil_mode ? (span + w.s[j] - 1) / w.s[j] : span / w.s[j]) + 1;
     // A last window starting in the end padding is dropped (ONNX reference, PyTorch).
-    if (ceil_mode && (out[j] - 1) * s[j] >= in[j] + pbeg[j]) --out[j];
+    if (ceil_mode && (w.out[j] - 1) * w.s[j] >= w.in[j] + w.pbeg[j]) --w.out[j];
+  }
+  return w;
+}
+
+// The window of a 1-D or 2-D op lifted to Geom (1-D: a height of 1); other ranks are refused.
+Geom resolve_geom(const Ctx& c, const Shape& x, const std::vector<std::int64_t>& kernel, bool ceil_mode) {
+  if (x.size() != 3 && x.size() != 4) {
+    c.bad(fmt::format("input {} must be [N, C, W] or [N, C, H, W]: only 1-D and 2-D windows are "
+                      "implemented", shape_to_string(x)));
+  }
+  const Window w = resolve_window(c, x, kernel, ceil_mode);
+  const std::size_t o = 2 - w.rank();  // 1-D lands in the width slot
+  std::array<std::int64_t, 2> in{1, 1}, k{1, 1}, s{1, 1}, d{1, 1}, pbeg{0, 0}, pend{0, 0}, out{1, 1};
+  for (std::size_t i = 0; i < w.rank(); ++i) {
+    in[i + o] = w.in[i], k[i + o] = w.k[i], s[i + o] = w.s[i], d[i + o] = w.d[i];
+    pbeg[i + o] = w.pbeg[i], pend[i + o] = w.pend[i], out[i + o] = w.out[i];
   }
   Geom g;
   g.h = in[0], g.w = in[1], g.kh = k[0], g.kw = k[1], g.sh = s[0], g.sw = s[1];
@@ -115,14 +137,14 @@ std::string check_conv(const Node& n, const DtypeList& d) {
   Checker ch{n, d, {}};
   ch.in(0, "X", kF32).in(1, "W", kF32).in(2, "B", kF32, false);
   ch.require(n.attr_int("group", 1) >= 1, "attribute 'group' must be >= 1");
-  if (ch.reason.empty()) ch.reason = check_window_attrs(n, false);
+  if (ch.reason.empty()) ch.reason = check_window_attrs(n, false, 2);
   return ch.reason;
 }
 std::string check_conv_integer(const Node& n, const DtypeList& d) {
   Checker ch{n, d, {}};
   ch.in(0, "x", kQ8).in(1, "w", kQ8).in(2, "x_zero_point", kQ8, false).in(3, "w_zero_point", kQ8, false);
   ch.same(0, 2).same(1, 3).require(n.attr_int("group", 1) >= 1, "attribute 'group' must be >= 1");
-  if (ch.reason.empty()) ch.reason = check_window_attrs(n, false);
+  if (ch.reason.empty()) ch.reason = check_window_attrs(n, false, 2);
   return ch.reason;
 }
 
@@ -248,32 +270,45 @@ std::string check_maxpool(const Node& n, const DtypeList& d) {
   ch.in(0, "X", kF32 | kQ8);
   const auto so = n.attr_int("storage_order", 0);
   ch.require(so == 0 || so == 1, "attribute 'storage_order' must be 0 or 1");
-  if (ch.reason.empty()) ch.reason = check_window_attrs(n, true);
+  if (ch.reason.empty()) ch.reason = check_window_attrs(n, true, 0);
   return ch.reason;
 }
 std::string check_avgpool(const Node& n, const DtypeList& d) {
   Checker ch{n, d, {}};
   ch.in(0, "X", kF32);
-  if (ch.reason.empty()) ch.reason = check_window_attrs(n, true);
+  if (ch.reason.empty()) ch.reason = check_window_attrs(n, true, 0);
   return ch.reason;
 }
 
-Geom pool_geom(const Ctx& c, const Shape& x) {
+std::vector<std::int64_t> pool_kernel(const Ctx& c) {
   auto ks = c.node.attr_ints("kernel_shape", {});
   if (ks.empty()) c.bad("attribute 'kernel_shape' is required");
-  return resolve_geom(c, x, ks, c.node.attr_int("ceil_mode", 0) != 0);
+  return ks;
+}
+bool pool_ceil(const Ctx& c) { return c.node.attr_int("ceil_mode", 0) != 0; }
+
+// 1-D and 2-D pooling (input [N, C, W] or [N, C, H, W]) runs on Geom, the kernels real models use.
+Geom pool_geom(const Ctx& c, const Shape& x) { return resolve_geom(c, x, pool_kernel(c), pool_ceil(c)); }
+// Any spatial rank (input [N, C, D1, ..., Dn], n >= 1); the N-D kernels below take n >= 3.
+Window pool_window(const Ctx& c, const Shape& x) { return resolve_window(c, x, pool_kernel(c), pool_ceil(c)); }
+
+Shape pool_out_shape(const Ctx& c, const Shape& x) {
+  const Window w = pool_window(c, x);
+  Shape out{x[0], x[1]};
+  out.insert(out.end(), w.out.begin(), w.out.end());
+  return out;
 }
 
 OutInfos infer_maxpool(const Ctx& c) {
   const Shape& x = c.shape(0, "X");
-  const Shape out = window_out_shape(x, x.size() >= 2 ? x[1] : 0, pool_geom(c, x));
+  const Shape out = pool_out_shape(c, x);
   OutInfos r{{c.dtype(0, "X"), out}};
   if (c.n_out >= 2) r.push_back({DType::Int64, out});
   return r;
 }
 OutInfos infer_avgpool(const Ctx& c) {
   const Shape& x = c.shape(0, "X");
-  return {{DType::Float32, window_out_shape(x, x.size() >= 2 ? x[1] : 0, pool_geom(c, x))}};
+  return {{DType::Float32, pool_out_shape(c, x)}};
 }
 
 template <class T>
@@ -307,26 +342,6 @@ void maxpool_kernel(const T* x, T* y, std::int64_t* indices, std::int64_t planes
   }
 }
 
-std::vector<Tensor> run_maxpool(const Ctx& c, const OutInfos& o) {
-  const Tensor& x = c.t(0);
-  const Geom g = pool_geom(c, x.shape());
-  std::vector<Tensor> out;
-  for (const auto& [dt, shape] : o) out.emplace_back(dt, shape);
-  std::int64_t* idx = out.size() >= 2 ? out[1].as<std::int64_t>().data() : nullptr;
-  const bool column_major = c.node.attr_int("storage_order", 0) == 1;
-  const std::int64_t planes = x.shape()[0] * x.shape()[1];
-  visit_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, std::uint8_t> ||
-                  std::is_same_v<T, std::int8_t>) {
-      maxpool_kernel<T>(x.as<T>().data(), out[0].as<T>().data(), idx, planes, g, column_major);
-    } else {
-      fail(c.node, ErrorCode::UnsupportedOperator, "MaxPool on this dtype is not implemented");
-    }
-  });
-  return out;
-}
-
 // Number of window taps (start + k*d, k < kernel) inside [lo, hi).
 std::int64_t taps_inside(std::int64_t start, std::int64_t kernel, std::int64_t dil, std::int64_t lo,
                          std::int64_t hi) {
@@ -338,14 +353,151 @@ std::int64_t taps_inside(std::int64_t start, std::int64_t kernel, std::int64_t d
   return n;
 }
 
+// Advances the multi-index `i` (last dim fastest) inside `extent`; false after the last one.
+bool next_index(std::vector<std::int64_t>& i, const std::vector<std::int64_t>& extent) {
+  for (std::size_t j = i.size(); j-- > 0;) {
+    if (++i[j] < extent[j]) return true;
+    i[j] = 0;
+  }
+  return false;
+}
+
+// The taps of one N-D window inside the input, in row-major order of the kernel: their offsets in
+// a plane, row-major (`row`) and column-major (`col`, first spatial dim fastest: MaxPool's
+// Indices with storage_order 1), and how many taps lie inside the padded input (`padded`, the
+// divisor of AveragePool with count_include_pad).
+struct WindowTaps {
+  std::vector<std::int64_t> row, col;
+  std::int64_t padded = 0;
+};
+
+// Calls f(out_offset, taps) for every output position of window w, in row-major order of the
+// output plane. The general path for any spatial rank (1-D and 2-D pools take the Geom kernels).
+template <class F>
+void for_each_window(const Window& w, F&& f) {
+  const std::size_t r = w.rank();
+  std::vector<std::int64_t> row_stride(r, 1), col_stride(r, 1);
+  for (std::size_t j = r - 1; j-- > 0;) row_stride[j] = row_stride[j + 1] * w.in[j + 1];
+  for (std::size_t j = 1; j < r; ++j) col_stride[j] = col_stride[j - 1] * w.in[j - 1];
+  for (std::int64_t e : w.out) {
+    if (e == 0) return;  // no output positions (an empty input dim with SAME padding)
+  }
+  std::vector<std::int64_t> o(r, 0), k(r, 0), start(r, 0);
+  WindowTaps taps;
+  std::int64_t at = 0;
+  do {
+    taps.row.clear();
+    taps.col.clear();
+    taps.padded = 1;
+    for (std::size_t j = 0; j < r; ++j) {
+      start[j] = o[j] * w.s[j] - w.pbeg[j];
+      taps.padded *= taps_inside(start[j], w.k[j], w.d[j], -w.pbeg[j], w.in[j] + w.pend[j]);
+    }
+    std::fill(k.begin(), k.end(), 0);
+    do {
+      std::int64_t ro = 0, co = 0;
+      bool inside = true;
+      for (std::size_t j = 0; j < r && inside; ++j) {
+        const std::int64_t p = start[j] + k[j] * w.d[j];
+        inside = p >= 0 && p < w.in[j];
+        ro += p * row_stride[j];
+        co += p * col_stride[j];
+      }
+      if (inside) {
+        taps.row.push_back(ro);
+        taps.col.push_back(co);
+      }
+    } while (next_index(k, w.k));
+    f(at++, static_cast<const WindowTaps&>(taps));
+  } while (next_index(o, w.out));
+}
+
+std::int64_t product(const std::vector<std::int64_t>& v) {
+  std::int64_t n = 1;
+  for (auto e : v) n *= e;
+  return n;
+}
+
+// MaxPool over any spatial rank: x [planes, in...] dense, y and indices [planes, out...]. The
+// first greatest tap in row-major order wins (as the 2-D kernel); no in-bounds tap gives the
+// type's lowest value and index -1.
+template <class T>
+void maxpool_nd_kernel(const T* x, T* y, std::int64_t* indices, std::int64_t planes, const Window& w,
+                       bool column_major) {
+  const std::int64_t in_plane = product(w.in), out_plane = product(w.out);
+  for_each_window(w, [&](std::int64_t at, const WindowTaps& taps) {
+    const auto& flat = column_major ? taps.col : taps.row;
+    for (std::int64_t p = 0; p < planes; ++p) {
+      const T* xp = x + p * in_plane;
+      T best = std::numeric_limits<T>::lowest();
+      std::int64_t bi = -1;
+      for (std::size_t t = 0; t < taps.row.size(); ++t) {
+        const T v = xp[taps.row[t]];
+        if (bi < 0 || v > best) {
+          best = v;
+          bi = flat[t];
+        }
+      }
+      y[p * out_plane + at] = best;
+      if (indices) indices[p * out_plane + at] = bi < 0 ? -1 : p * in_plane + bi;
+    }
+  });
+}
+
+std::vector<Tensor> run_maxpool(const Ctx& c, const OutInfos& o) {
+  const Tensor& x = c.t(0);
+  const bool nd = x.shape().size() > 4;
+  const Geom g = nd ? Geom{} : pool_geom(c, x.shape());
+  const Window w = nd ? pool_window(c, x.shape()) : Window{};
+  std::vector<Tensor> out;
+  for (const auto& [dt, shape] : o) out.emplace_back(dt, shape);
+  std::int64_t* idx = out.size() >= 2 ? out[1].as<std::int64_t>().data() : nullptr;
+  const bool column_major = c.node.attr_int("storage_order", 0) == 1;
+  const std::int64_t planes = x.shape()[0] * x.shape()[1];
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, std::uint8_t> ||
+                  std::is_same_v<T, std::int8_t>) {
+      if (nd) {
+        maxpool_nd_kernel<T>(x.as<T>().data(), out[0].as<T>().data(), idx, planes, w, column_major);
+      } else {
+        maxpool_kernel<T>(x.as<T>().data(), out[0].as<T>().data(), idx, planes, g, column_major);
+      }
+    } else {
+      fail(c.node, ErrorCode::UnsupportedOperator, "MaxPool on this dtype is not implemented");
+    }
+  });
+  return out;
+}
+
+// AveragePool over any spatial rank: x [planes, in...] dense, y [planes, out...]; the sum in
+// float32 in row-major tap order, divided by the in-bounds taps (or, with count_include_pad, the
+// taps inside the padded input), 0 when that count is 0.
+void avgpool_nd_kernel(const float* x, float* y, std::int64_t planes, const Window& w, bool include_pad) {
+  const std::int64_t in_plane = product(w.in), out_plane = product(w.out);
+  for_each_window(w, [&](std::int64_t at, const WindowTaps& taps) {
+    const std::int64_t count = include_pad ? taps.padded : static_cast<std::int64_t>(taps.row.size());
+    for (std::int64_t p = 0; p < planes; ++p) {
+      const float* xp = x + p * in_plane;
+      float sum = 0;
+      for (std::int64_t off : taps.row) sum += xp[off];
+      y[p * out_plane + at] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+    }
+  });
+}
+
 std::vector<Tensor> run_avgpool(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
-  const Geom g = pool_geom(c, tx.shape());
   const bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
   Tensor ty(o[0].first, o[0].second);
   const float* x = tx.as<float>().data();
   float* y = ty.as<float>().data();
   const std::int64_t planes = tx.shape()[0] * tx.shape()[1];
+  if (tx.shape().size() > 4) {
+    avgpool_nd_kernel(x, y, planes, pool_window(c, tx.shape()), include_pad);
+    return {std::move(ty)};
+  }
+  const Geom g = pool_geom(c, tx.shape());
   const std::int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* xp = x + p * in_plane;
@@ -381,7 +533,7 @@ std::vector<Tensor> run_avgpool(const Ctx& c, const OutInfos& o) {
 std::string check_qavgpool(const Node& n, const DtypeList& d) {
   Checker ch{n, d, {}};
   ch.in(0, "X", kQ8);
-  if (ch.reason.empty()) ch.reason = check_window_attrs(n, true);
+  if (ch.reason.empty()) ch.reason = check_window_attrs(n, true, 2);
   ch.require(n.attr_ints("kernel_shape", {}).size() == 2, "2-D pooling only (kernel_shape has 2 values)");
   ch.require(n.attr_ints("dilations", {1, 1}) == std::vector<std::int64_t>{1, 1}, "dilations must be 1");
   ch.require(n.attr_int("ceil_mode", 0) == 0, "ceil_mode must be 0");

@@ -7,7 +7,8 @@
 // AVERAGE_POOL_2D furiosa::QuantizedAveragePool (host), RESHAPE Reshape, SOFTMAX DequantizeLinear ->
 // Softmax -> QuantizeLinear (host, float), CONCATENATION Concat, PAD Concat with constant
 // zero-point blocks, QUANTIZE QuantizeLinear (float input) or furiosa::Requantize (8-bit input),
-// DEQUANTIZE DequantizeLinear, RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR Resize (host) with
+// DEQUANTIZE DequantizeLinear, LOGISTIC furiosa::Requantize with TFLite's 256-entry sigmoid table
+// (uint8/int8; output scale 1/256 required) or Sigmoid (float32), RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR Resize (host) with
 // tflite_arithmetic = 1 (TFLite's reference resize arithmetic, host/cpu_ops.h), ARG_MAX / ARG_MIN
 // ArgMax / ArgMin (host; + Cast for int32 outputs), MEAN furiosa::QuantizedMean (uint8/int8,
 // TFLite's QuantizedMeanOrSum) or ReduceMean (float32) on the host, the shape operators SHAPE,

@@ -24,7 +24,7 @@ namespace furiosa::host {
 /// True when the host library implements node.qualified_op() ("Softmax", "com.microsoft::X", ...)
 /// for the given input dtypes and the node's attributes; otherwise false, and `reason` (when
 /// non-null) receives why, e.g. "Conv: input 0 (X) is uint8, the host kernel takes float32" or
-/// "MaxPool: 3-D pooling (kernel_shape has 3 dims) is not implemented, only 1-D and 2-D".
+/// "Conv: 3-D windows (kernel_shape/strides/pads of rank 3) are not implemented, only 1-D and 2-D".
 ///
 /// `input_dtypes[i]` is the dtype of node input i. Entries of omitted optional inputs
 /// (node.inputs[i] < 0) are ignored, and inputs beyond input_dtypes.size() count as omitted.
@@ -104,9 +104,13 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    strides, dilations, auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID). ConvInteger's
 ///    x_zero_point is per tensor, w_zero_point per tensor or per output channel.
 ///  - MaxPool (float32, uint8, int8; optional int64 Indices output with storage_order),
-///    AveragePool (float32, count_include_pad): 1-D or 2-D, kernel_shape, pads, strides,
-///    dilations, auto_pad, ceil_mode. With ceil_mode, a last window that would start in the end
-///    padding is dropped (ONNX reference / PyTorch / current ONNX Runtime).
+///    AveragePool (float32, count_include_pad): any number of spatial dims (input
+///    [N, C, D1, ..., Dn], n >= 1: 1-D, 2-D, 3-D [N, C, D, H, W], ...), kernel_shape, pads,
+///    strides, dilations, auto_pad, ceil_mode. With ceil_mode, a last window that would start in
+///    the end padding is dropped (ONNX reference / PyTorch / current ONNX Runtime). Indices are
+///    flat offsets into X ([0, N * C * D1 * ... * Dn)), the spatial part row-major with
+///    storage_order 0 and column-major (D1 fastest) with 1, as ONNX Runtime; ties go to the first
+///    tap in row-major window order. AveragePool sums in float32.
 ///  - GlobalAveragePool (float32, any spatial rank), ReduceMean (float32; axes attribute (< 18)
 ///    or input (>= 18), keepdims, noop_with_empty_axes; sums in double).
 ///  - ArgMax, ArgMin (all five dtypes, int64 output): axis, keepdims, select_last_index; a NaN
