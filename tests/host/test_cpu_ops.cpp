@@ -990,11 +990,13 @@ TEST_CASE("cpu ops: Resize nearest on uint8 and int8, linear choices", "[compile
   CHECK(values<float>(run1(tie, {&t, nullptr, &s2})) == std::vector<float>{10, 10, 20, 20});
   tie.attributes["nearest_mode"] = std::string("round_prefer_ceil");
   CHECK(values<float>(run1(tie, {&t, nullptr, &s2})) == std::vector<float>{10, 20, 20, 20});
-  // Linear refuses integer input (nearest only), naming the mode.
+  // Linear takes float32, uint8 and int8 (not int32); cubic float32 only; both name the mode.
   std::string why;
+  CHECK(host::cpu_op_supported(make_node("Resize", 3, {{"mode", std::string("linear")}}),
+                               {DType::UInt8, DType::Float32, DType::Float32}, &why));
   CHECK_FALSE(host::cpu_op_supported(make_node("Resize", 3, {{"mode", std::string("linear")}}),
-                                     {DType::UInt8, DType::Float32, DType::Float32}, &why));
-  CHECK_THAT(why, Catch::Contains("linear") && Catch::Contains("uint8"));
+                                     {DType::Int32, DType::Float32, DType::Float32}, &why));
+  CHECK_THAT(why, Catch::Contains("linear") && Catch::Contains("int32"));
   CHECK_FALSE(host::cpu_op_supported(make_node("Resize", 3, {{"mode", std::string("cubic")}}),
                                      {DType::UInt8, DType::Float32, DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("cubic") && Catch::Contains("uint8"));
@@ -1033,6 +1035,68 @@ TEST_CASE("cpu ops: Resize nearest on uint8 and int8, linear choices", "[compile
   CHECK_THROWS_AS(host::cpu_op_infer(tri, {&xinfo, nullptr, &sinfo}), Error);
   sinfo.constant = &s3;
   CHECK(host::cpu_op_infer(tri, {&xinfo, nullptr, &sinfo}).at(0).second == Shape{2, 1, 4});
+}
+
+TEST_CASE("cpu ops: Resize linear on uint8 and int8 follows ONNX Runtime's arithmetic", "[compiler][cpu_ops]") {
+  // Values worked out by hand from ONNX Runtime's kernels (host/src/ops/resize.cpp,
+  // run_ort_linear_q8) and seen from ONNX Runtime 1.30 itself; tests/reference/test_resize_ort.cpp
+  // compares whole tensors.
+  const auto linear = [](const std::string& coord) {
+    Node n = make_node("Resize", 4, {{"mode", std::string("linear")}, {"coordinate_transformation_mode", coord}});
+    n.inputs[1] = -1;
+    return n;
+  };
+  // 4-D NCHW with sh != 1: 10-bit weights. [0, 255, 0] to 4 columns with align_corners: source
+  // 2/3 has weights (1024 - 682, 682), 682 * 255 / 1024 = 169.8 -> 169; source 4/3 has
+  // (683, 341) -> 170.1 -> 170. The rows: 1 -> 2 (sh = 2), both from the one row.
+  Node ac = linear("align_corners");
+  ac.inputs[2] = -1;
+  Tensor xu = make<std::uint8_t>(DType::UInt8, {1, 1, 1, 3}, {0, 255, 0});
+  Tensor to_2x4 = i64({4}, {1, 1, 2, 4});
+  Tensor yu = run1(ac, {&xu, nullptr, nullptr, &to_2x4});
+  REQUIRE(yu.shape() == Shape{1, 1, 2, 4});
+  CHECK(values<std::uint8_t>(yu) == std::vector<std::uint8_t>{0, 169, 170, 0, 0, 169, 170, 0});
+  // The same row as 2-D X: float32 weights, 0.6666667 * 255 = 170.0 and 0.3333333 * 255 just
+  // below 85 (twice), 169.99998 -> 169.
+  Tensor x2 = make<std::uint8_t>(DType::UInt8, {1, 3}, {0, 255, 0});
+  Tensor to_1x4 = i64({2}, {1, 4});
+  CHECK(values<std::uint8_t>(run1(ac, {&x2, nullptr, nullptr, &to_1x4})) ==
+        std::vector<std::uint8_t>{0, 170, 169, 0});
+  // 4-D NCHW with sh = 1: the float path, as ONNX Runtime runs it on the NHWC tensor.
+  Tensor to_1x4_4d = i64({4}, {1, 1, 1, 4});
+  CHECK(values<std::uint8_t>(run1(ac, {&xu, nullptr, nullptr, &to_1x4_4d})) ==
+        std::vector<std::uint8_t>{0, 170, 169, 0});
+  // Truncation toward zero: uint8 (200 + 255) / 2 = 227.5 -> 227 (integer path); int8
+  // (-3 + 0) / 2 = -1.5 -> -1 (float path, sh = 1).
+  Node as = linear("asymmetric");
+  Tensor x2x2 = make<std::uint8_t>(DType::UInt8, {1, 1, 2, 2}, {0, 100, 200, 255});
+  Tensor sc = f32({4}, {1, 1, 1.5f, 2});
+  Tensor y3 = run1(as, {&x2x2, nullptr, &sc});
+  REQUIRE(y3.shape() == Shape{1, 1, 3, 4});
+  // Rows from sources 0, 2/3 (weights 342 and 682 of 1024: 682 * 200 / 1024 = 133.2 -> 133) and
+  // 4/3, clamped to 1; columns from 0, 1/2, 1, 3/2 (clamped to 1).
+  CHECK(values<std::uint8_t>(y3) ==
+        std::vector<std::uint8_t>{0, 50, 100, 100, 133, 168, 203, 203, 200, 227, 255, 255});
+  Tensor xs8 = make<std::int8_t>(DType::Int8, {1, 1, 2, 2}, {-3, 0, 127, -128});
+  Tensor s12 = f32({4}, {1, 1, 1, 2});
+  CHECK(values<std::int8_t>(run1(as, {&xs8, nullptr, &s12})) ==
+        std::vector<std::int8_t>{-3, -1, 0, 0, 127, 0, -128, -128});
+  // Output size from scales: ONNX Runtime's float32 product, 0.7f * 10 = 7 (the spec's floor of
+  // the exact product gives 6, which the float32 path keeps).
+  Tensor x10 = Tensor(DType::UInt8, {1, 1, 1, 10});
+  Tensor s07 = f32({4}, {1, 1, 1, 0.7f});
+  CHECK(run1(as, {&x10, nullptr, &s07}).shape() == Shape{1, 1, 1, 7});
+  Tensor f10 = Tensor(DType::Float32, {1, 1, 1, 10});
+  CHECK(run1(as, {&f10, nullptr, &s07}).shape() == Shape{1, 1, 1, 6});
+  // Refused: other coordinate modes, cubic, ranks and scale patterns ONNX Runtime has no rule for.
+  std::string why;
+  CHECK_FALSE(host::cpu_op_supported(linear("tf_crop_and_resize"), {DType::UInt8, DType::Float32, DType::Float32}, &why));
+  CHECK_THAT(why, Catch::Contains("tf_crop_and_resize") && Catch::Contains("uint8"));
+  Tensor x1 = make<std::uint8_t>(DType::UInt8, {2}, {1, 2});
+  Tensor s1 = f32({1}, {2});
+  CHECK_THROWS_WITH(run1(as, {&x1, nullptr, &s1}), Catch::Contains("rank 1"));
+  Tensor s_nc = f32({4}, {1, 2, 2, 2});
+  CHECK_THROWS_WITH(run1(as, {&x2x2, nullptr, &s_nc}), Catch::Contains("rank 4"));
 }
 
 TEST_CASE("cpu ops: Resize with tflite_arithmetic follows TFLite's reference resize kernels", "[compiler][cpu_ops]") {

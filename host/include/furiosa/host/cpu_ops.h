@@ -131,7 +131,14 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    scale, which differs for align_corners when that is fractional). The opset-10 form (X,
 ///    scales; nearest or linear) as ONNX Runtime runs it: asymmetric coordinates, nearest
 ///    truncating the source coordinate when upsampling, rounding it up when downsampling.
-///    Refused: antialias=1.
+///    'linear' also on uint8 and int8, with ONNX Runtime 1.30's CPU arithmetic (float32 scales,
+///    coordinates and output dims from scales; 10-bit integer weights for 4-D X as a quantized
+///    model between QLinearConvs gets them, float32 weights for 2-D, 3-D, 5-D X and for 4-D NCHW
+///    with sh = 1; results truncated toward zero): coordinate modes half_pixel,
+///    pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn; rank 2, 3, 4 (scales
+///    1 on dims 0 and 1, or 0 and 3) and 5 (scales 1 on dims 0 and 1); policy stretch. Source:
+///    onnxruntime/core/providers/cpu/tensor/upsample.cc / upsample.h; docs/operators.md has the
+///    full rule. Refused: antialias=1.
 ///    Extension for TFLite models: the int attribute tflite_arithmetic = 1 (set by the TFLite
 ///    importer) computes RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR with TFLite's reference
 ///    kernels instead of the formulas above: X float32, uint8 or int8; `axes` lists the two
