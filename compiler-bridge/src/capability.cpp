@@ -46,7 +46,8 @@ bool maxpool_claim(const Graph& g, const Node& n) {
 }
 
 bool resize_claim(const Graph& g, const Node& n) {
-  return quantized_input0(g, n) && (nearest_repeat(g, n).has_value() || tflite_bilinear_flags(g, n).has_value());
+  return quantized_input0(g, n) && (nearest_repeat(g, n).has_value() || tflite_bilinear_flags(g, n).has_value() ||
+                                    onnx_linear_resize(g, n).has_value());
 }
 
 constexpr std::string_view kQuantizedData = "on uint8/int8 tensors";
@@ -95,7 +96,8 @@ const std::array<NpuRow, 23>& npu_table() {
       {"Identity", NpuOp::Reshape, kQuantizedData, quantized_input0},
       {"Resize", NpuOp::Resize,
        "nearest upsampling by whole factors of 4-D uint8/int8 tensors; TFLite RESIZE_BILINEAR (uint8/int8, "
-       "TFLite's reference arithmetic)",
+       "TFLite's reference arithmetic); linear on 4-D uint8/int8 with constant scales or sizes (ONNX Runtime's "
+       "8-bit arithmetic)",
        resize_claim},
       {"Slice", NpuOp::Slice, "uint8/int8 with constant starts, ends, axes and steps", slice_claim},
       {"Pad", NpuOp::Pad, "uint8/int8 with constant pads, constant_value and axes; all four modes", pad_claim},
@@ -354,6 +356,45 @@ bool binary_claim(const Graph& g, const Node& n, std::initializer_list<std::size
     }
   }
   return true;
+}
+
+std::optional<isa::ResizeParams> onnx_linear_resize(const Graph& g, const Node& n) {
+  if (n.op_type != "Resize" || !n.domain.empty() || n.attr_int("tflite_arithmetic", 0) != 0 ||
+      n.attr_string("mode", "nearest") != "linear" || n.attributes.count("axes") || n.inputs.size() < 3 ||
+      n.outputs.empty() || n.inputs[0] < 0 || n.outputs[0] < 0) {
+    return std::nullopt;
+  }
+  const Value& x = g.values[static_cast<std::size_t>(n.inputs[0])];
+  const Value& y = g.values[static_cast<std::size_t>(n.outputs[0])];
+  const std::string coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (!is_quantized(x.dtype) || !x.has_shape || !y.has_shape || x.shape.size() != 4 || y.shape.size() != 4 ||
+      x.shape[0] != y.shape[0] || x.shape[1] != y.shape[1] || element_count(y.shape) <= 0 ||
+      coord == "tf_crop_and_resize") {
+    return std::nullopt;
+  }
+  std::vector<DType> dtypes;
+  for (int i : n.inputs) dtypes.push_back(i >= 0 ? g.values[static_cast<std::size_t>(i)].dtype : DType::Float32);
+  if (!host::cpu_op_supported(n, dtypes, nullptr)) return std::nullopt;
+  isa::ResizeParams p{.mode = isa::ResizeParams::Mode::OnnxLinear, .coordinate_transformation_mode = coord};
+  const bool has_sizes = n.inputs.size() > 3 && n.inputs[3] >= 0;
+  const bool has_scales = n.inputs[2] >= 0 && !(is_constant_input(g, n, 2) &&
+                                                g.values[static_cast<std::size_t>(n.inputs[2])].constant->elements() == 0);
+  if (has_scales == has_sizes) return std::nullopt;
+  const std::size_t i = has_scales ? 2 : 3;
+  if (!is_constant_input(g, n, i)) return std::nullopt;
+  const Tensor& t = *g.values[static_cast<std::size_t>(n.inputs[i])].constant;
+  if (t.elements() != 4) return std::nullopt;
+  if (has_scales) {
+    if (t.dtype() != DType::Float32) return std::nullopt;
+    const auto s = t.as<float>();
+    if (s[0] != 1.0f || s[1] != 1.0f) return std::nullopt;
+    p.scales = std::array<float, 2>{s[2], s[3]};
+  } else {
+    if (t.dtype() != DType::Int64) return std::nullopt;
+    const auto s = t.as<std::int64_t>();
+    if (Shape(s.begin(), s.end()) != y.shape) return std::nullopt;
+  }
+  return p;
 }
 
 std::vector<std::size_t> data_inputs(const Node& n) {

@@ -30,7 +30,7 @@ enum class NpuOp {
   Split,              ///< Split on uint8/int8 -> LowLevelSplit
   Transpose,          ///< Transpose on uint8/int8 -> LowLevelTranspose
   Reshape,            ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity on uint8/int8 -> LowLevelReshape
-  Resize,             ///< nearest Resize by whole factors on uint8/int8 -> LowLevelResize
+  Resize,             ///< Resize on uint8/int8 (nearest repeats, TFLite and ONNX bilinear) -> LowLevelResize
   Slice,              ///< Slice with constant starts/ends/axes/steps on uint8/int8 -> LowLevelSlice
   Pad,                ///< Pad with constant pads and value on uint8/int8 -> LowLevelPad
   Mul,                ///< com.microsoft::QLinearMul of two tensors -> LowLevelMul
@@ -79,6 +79,12 @@ std::optional<std::array<std::int64_t, 2>> nearest_repeat(const Graph& g, const 
 /// {align_corners, half_pixel_centers} flags for LowLevelResize's TfliteBilinear mode, or
 /// nullopt for any other node.
 std::optional<std::array<bool, 2>> tflite_bilinear_flags(const Graph& g, const Node& n);
+
+/// LowLevelResize's OnnxLinear params for an ONNX Resize (opset 11+) with mode linear of a 4-D
+/// uint8/int8 tensor that the host library runs (host/cpu_ops.h: ONNX Runtime's 8-bit
+/// arithmetic), with constant scales (N and C scales 1) or sizes (N and C kept), no `axes` and no
+/// roi-based coordinate mode; nullopt for any other node.
+std::optional<isa::ResizeParams> onnx_linear_resize(const Graph& g, const Node& n);
 
 /// LowLevelSlice's per-dim starts and steps for an ONNX Slice (opset 1 attributes or opset 10+
 /// constant inputs; host::slice_dim's clamping) of an 8-bit tensor of known shape, or nullopt

@@ -864,6 +864,18 @@ class Lowering {
         produce(n.outputs[0], y);
         return;
       }
+      if (auto linear = onnx_linear_resize(g_, n)) {
+        auto x = device_any(n.inputs[0], n);
+        auto y = alloc_activation(yv.dtype, yv.shape, x.layout);
+        note_entry(n, "npu", "LowLevelResize",
+                   fmt::format("linear resize {}x{} -> {}x{} of a {} tensor ({}, ONNX Runtime's 8-bit arithmetic)",
+                               x.shape[2], x.shape[3], yv.shape[2], yv.shape[3], dtype_name(yv.dtype),
+                               linear->coordinate_transformation_mode));
+        push_kernel({.kind = isa::KernelKind::Resize, .node_name = n.name, .operator_index = n.index,
+                     .inputs = {x}, .outputs = {y}, .params = std::move(*linear)});
+        produce(n.outputs[0], y);
+        return;
+      }
       throw Error(ErrorCode::Internal, fmt::format("node '{}' (Resize): placed on the NPU without a whole-factor "
                                                    "nearest index map", n.name));
     }

@@ -101,6 +101,11 @@ json enc_params(const isa::ResizeParams& p) {
     j["align_corners"] = p.align_corners;
     j["half_pixel_centers"] = p.half_pixel_centers;
   }
+  if (p.mode == isa::ResizeParams::Mode::OnnxLinear) {
+    j["mode"] = "onnx_linear";
+    j["coordinate_transformation_mode"] = p.coordinate_transformation_mode;
+    j["scales"] = p.scales ? json(std::vector<float>{(*p.scales)[0], (*p.scales)[1]}) : json(nullptr);
+  }
   return j;
 }
 
@@ -526,11 +531,23 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std:
     case 10: {
       isa::ResizeParams p{.scale_h = in["scale_h"].i64(), .scale_w = in["scale_w"].i64()};
       if (p.scale_h < 1 || p.scale_w < 1) in.fail(fmt::format("expected whole scale factors >= 1, got {}x{}", p.scale_h, p.scale_w));
-      if (in.has("mode")) {  // absent: NearestRepeat (files written before the bilinear mode)
-        if (in["mode"].str() != "tflite_bilinear") in["mode"].fail("expected \"tflite_bilinear\"");
-        p.mode = isa::ResizeParams::Mode::TfliteBilinear;
-        p.align_corners = in["align_corners"].boolean();
-        p.half_pixel_centers = in["half_pixel_centers"].boolean();
+      if (in.has("mode")) {  // absent: NearestRepeat (files written before the bilinear modes)
+        const std::string mode = in["mode"].str();
+        if (mode == "tflite_bilinear") {
+          p.mode = isa::ResizeParams::Mode::TfliteBilinear;
+          p.align_corners = in["align_corners"].boolean();
+          p.half_pixel_centers = in["half_pixel_centers"].boolean();
+        } else if (mode == "onnx_linear") {
+          p.mode = isa::ResizeParams::Mode::OnnxLinear;
+          p.coordinate_transformation_mode = in["coordinate_transformation_mode"].str();
+          if (!in["scales"].is_null()) {
+            const auto s = in["scales"].f32s();
+            if (s.size() != 2) in["scales"].fail(fmt::format("expected 2 scales, got {}", s.size()));
+            p.scales = std::array<float, 2>{s[0], s[1]};
+          }
+        } else {
+          in["mode"].fail("expected \"tflite_bilinear\" or \"onnx_linear\"");
+        }
       }
       return p;
     }

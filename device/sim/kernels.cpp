@@ -1566,16 +1566,16 @@ void split(const isa::Kernel& kernel, std::span<std::byte> region) {
   }
 }
 
-// LowLevelResize, mode TfliteBilinear: the input gathered into a dense NCHW tensor, resized by
-// the host operator library's TFLite kernel (the one arithmetic of RESIZE_BILINEAR in the
-// project), the result copied into the output's layout.
-void resize_tflite_bilinear(const isa::Kernel& kernel, std::span<std::byte> region) {
+// LowLevelResize, modes TfliteBilinear and OnnxLinear: the input gathered into a dense NCHW
+// tensor, resized by the host operator library's Resize on the equivalent node (the one
+// arithmetic of each mode in the project), the result copied into the output's layout.
+void resize_on_host_arithmetic(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::ResizeParams>(kernel);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
   std::byte* yptr = locate(region, yref, "output 0");
   if (xref.dtype != DType::UInt8 && xref.dtype != DType::Int8) {
-    fault("TFLite bilinear resize takes uint8 or int8, {} is {}", describe("input 0", xref), dtype_name(xref.dtype));
+    fault("bilinear resize takes uint8 or int8, {} is {}", describe("input 0", xref), dtype_name(xref.dtype));
   }
   if (xref.shape.size() != 4 || yref.shape.size() != 4 || yref.shape[0] != xref.shape[0] ||
       yref.shape[1] != xref.shape[1]) {
@@ -1590,17 +1590,40 @@ void resize_tflite_bilinear(const isa::Kernel& kernel, std::span<std::byte> regi
   host::OpNode node;
   node.name = kernel.node_name;
   node.op_type = "Resize";
-  node.inputs = {0, -1, -1, 3};
   node.outputs = {0};
   node.attributes["mode"] = std::string("linear");
-  node.attributes["tflite_arithmetic"] = std::int64_t{1};
-  node.attributes["axes"] = std::vector<std::int64_t>{2, 3};
-  node.attributes["coordinate_transformation_mode"] =
-      std::string(p.align_corners ? "align_corners" : p.half_pixel_centers ? "half_pixel" : "asymmetric");
-  Tensor sizes(DType::Int64, {2});
-  sizes.as<std::int64_t>()[0] = yref.shape[2];
-  sizes.as<std::int64_t>()[1] = yref.shape[3];
-  const Tensor y = std::move(host::run_cpu_op(node, {&x, nullptr, nullptr, &sizes}).at(0));
+  Tensor sizes(DType::Int64, {4});
+  Tensor scales(DType::Float32, {4});
+  std::vector<const Tensor*> inputs{&x, nullptr, nullptr, &sizes};
+  if (p.mode == isa::ResizeParams::Mode::TfliteBilinear) {
+    node.attributes["tflite_arithmetic"] = std::int64_t{1};
+    node.attributes["axes"] = std::vector<std::int64_t>{2, 3};
+    node.attributes["coordinate_transformation_mode"] =
+        std::string(p.align_corners ? "align_corners" : p.half_pixel_centers ? "half_pixel" : "asymmetric");
+    sizes = Tensor(DType::Int64, {2});
+    sizes.as<std::int64_t>()[0] = yref.shape[2];
+    sizes.as<std::int64_t>()[1] = yref.shape[3];
+  } else {
+    node.attributes["coordinate_transformation_mode"] = p.coordinate_transformation_mode;
+    if (p.scales) {
+      const float values[4] = {1.0f, 1.0f, (*p.scales)[0], (*p.scales)[1]};
+      std::copy(values, values + 4, scales.as<float>().begin());
+      inputs = {&x, nullptr, &scales};
+    } else {
+      std::copy(yref.shape.begin(), yref.shape.end(), sizes.as<std::int64_t>().begin());
+    }
+  }
+  node.inputs.clear();
+  for (std::size_t i = 0; i < inputs.size(); ++i) node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
+  Tensor y;
+  try {
+    y = std::move(host::run_cpu_op(node, inputs).at(0));
+  } catch (const Error& e) {
+    fault("the resize cannot run: {}", e.message());
+  }
+  if (y.shape() != yref.shape) {
+    fault("the resize gives {}, not the shape of {}", shape_to_string(y.shape()), describe("output 0", yref));
+  }
   if (!copy_block(yptr, reinterpret_cast<const std::byte*>(y.bytes().data()),
                   Block{yref.shape, layout_strides(yref), contiguous_strides(yref.shape)}, esize, nullptr,
                   dst_rows(yref))) {
@@ -1618,7 +1641,7 @@ void resize(const isa::Kernel& kernel, std::span<std::byte> region) {
   const TensorRef& yref = kernel.outputs[0];
   locate(region, xref, "input 0");
   require_same_dtype(yref, "output 0", xref, "input 0");
-  if (p.mode == isa::ResizeParams::Mode::TfliteBilinear) return resize_tflite_bilinear(kernel, region);
+  if (p.mode != isa::ResizeParams::Mode::NearestRepeat) return resize_on_host_arithmetic(kernel, region);
   std::byte* yptr = locate(region, yref, "output 0");
   if (xref.shape.size() != 4 || p.scale_h < 1 || p.scale_w < 1) {
     fault("{} must be 4-D and the scales >= 1 (scale_h {}, scale_w {})", describe("input 0", xref), p.scale_h,

@@ -115,6 +115,10 @@ compiler::CompiledModel synthetic_model() {
   p->kernels.push_back(kernel(KernelKind::Pad, {ref(4800, DType::Int8, {1, 1, 2, 2})},
                               {ref(4900, DType::Int8, {1, 1, 4, 3})},
                               isa::PadParams{{0, 0, 1, 0}, isa::PadParams::Mode::Constant, -7}));
+  p->kernels.push_back(kernel(KernelKind::Resize, {ref(4500, DType::UInt8, {1, 2, 4, 6})}, {ref(4600, DType::UInt8, {1, 2, 5, 7})},
+                              isa::ResizeParams{.mode = isa::ResizeParams::Mode::OnnxLinear,
+                                                .coordinate_transformation_mode = "pytorch_half_pixel",
+                                                .scales = std::array<float, 2>{1.25f, 1.2f}}));
   p->kernels.push_back(kernel(KernelKind::Mul, {lin, lin2}, {lin}, isa::MulParams{q, q2, q}));
   p->kernels.push_back(kernel(KernelKind::Sub, {lin2, lin}, {lin2}, isa::SubParams{q2, q, q2}));
   m.npu_calls.push_back({p, {2}, {3}, 3 * 256, 5 * 256});
@@ -293,8 +297,12 @@ TEST_CASE("program file: a synthetic model with every kernel, params and attribu
   CHECK(std::get<isa::PadParams>(gp.kernels[17].params).begins == std::vector<std::int64_t>{0, 0, 1, -1});
   CHECK(std::get<isa::PadParams>(gp.kernels[17].params).mode == isa::PadParams::Mode::Reflect);
   CHECK(std::get<isa::PadParams>(gp.kernels[18].params).value == -7);
-  CHECK(std::get<isa::MulParams>(gp.kernels[19].params).b.scale == 0.25f);
-  CHECK(std::get<isa::SubParams>(gp.kernels[20].params).a.zero_point == -7);
+  const auto& linear = std::get<isa::ResizeParams>(gp.kernels[19].params);
+  CHECK(linear.mode == isa::ResizeParams::Mode::OnnxLinear);
+  CHECK(linear.coordinate_transformation_mode == "pytorch_half_pixel");
+  CHECK(linear.scales == std::array<float, 2>{1.25f, 1.2f});
+  CHECK(std::get<isa::MulParams>(gp.kernels[20].params).b.scale == 0.25f);
+  CHECK(std::get<isa::SubParams>(gp.kernels[21].params).a.zero_point == -7);
   REQUIRE(g.steps.size() == m.steps.size());
   CHECK(g.steps[0].cpu.scales == std::vector<float>{0.5f, 0.25f});
   CHECK(g.steps[0].cpu.round_half_away_from_zero);

@@ -2,8 +2,9 @@
 // (onnxruntime-node, run by ort_run.js), exact to the quantization step. The models are built
 // here with ONNX's protobuf: a float32 input, QuantizeLinear, Resize(linear) on the 8-bit tensor
 // (one per coordinate mode, side by side), DequantizeLinear to float32 outputs; ORT's side is the
-// whole model under ort_run.js, ours the same file through create_runner (compile + Runner, the
-// Resize a host step of the host operator library).
+// whole model under ort_run.js, ours the same file through create_runner (compile + Runner: a 4-D
+// NCHW Resize on the NPU, LowLevelResize's OnnxLinear mode, the others host steps of the host
+// operator library; both the library's arithmetic).
 // The input values are exact multiples of the quantization step, so QuantizeLinear is exact on
 // both sides and every difference would be Resize's.
 // Contexts (host/src/ops/resize.cpp, run_ort_linear_q8, says which ORT path each takes):
@@ -186,6 +187,7 @@ struct Compared {
 // values and ours.
 struct Runs {
   std::map<compiler::CpuOpKind, int> host_steps;  // of the compiled model, by kind
+  int resize_kernels = 0;                         // LowLevelResize kernels in its NPU programs
   std::vector<Tensor> inputs;
   std::vector<test::OrtOutputs> ort;
   std::vector<std::map<std::string, std::vector<float>>> ours;
@@ -199,6 +201,9 @@ Runs run_both(const fs::path& path, DType q, const Shape& shape, unsigned seed) 
   opts.device = "npu0pe0";
   auto runner = runtime::create_runner(path, opts);
   r.host_steps = test::host_step_kinds(runner->compiled());
+  for (const auto& call : runner->compiled().npu_calls) {
+    for (const auto& k : call.program->kernels) r.resize_kernels += k.kind == isa::KernelKind::Resize ? 1 : 0;
+  }
   const auto& names = runner->model().outputs;
   for (const auto& in : r.inputs) {
     const auto out = runner->run({in});
@@ -269,8 +274,10 @@ TEST_CASE("Resize linear on uint8/int8 between QLinearConvs equals ONNX Runtime 
       write_model(path, q, Context::QLinearConvs, shape, 2, 3, geo, kModes);
       const Runs r = run_both(path, q, shape, 1500u);
       CHECK(require_equal(r, kModes) == 2 * kModes.size());
-      // One host step per Resize (the host operator library); the QLinearConvs run on the NPU.
-      CHECK(external_steps(r) == static_cast<int>(kModes.size()));
+      // Every Resize runs on the NPU (LowLevelResize's OnnxLinear mode, whose simulator kernel is
+      // the host library's arithmetic), between the QLinearConvs: no host step.
+      CHECK(external_steps(r) == 0);
+      CHECK(r.resize_kernels == static_cast<int>(kModes.size()));
     }
   }
 }

@@ -242,13 +242,21 @@ struct GlobalAveragePoolParams {
 ///   half_pixel_centers flags; the arithmetic is the host operator library's (host/cpu_ops.h,
 ///   Resize with tflite_arithmetic = 1), so the NPU and host paths agree by construction.
 ///   Quantization parameters pass through unchanged, as in TFLite.
+/// - OnnxLinear: ONNX Resize, mode linear, on uint8 or int8 stored values to y [N, C, OH, OW]
+///   with ONNX Runtime's 8-bit arithmetic (10-bit fixed-point weights, truncated, as ONNX Runtime
+///   computes a Resize between QLinearConvs); the arithmetic is the host operator library's
+///   Resize on the same node (host/cpu_ops.h), so the NPU and host paths agree by construction.
+///   `coordinate_transformation_mode` is the node's; `scales` the node's H and W scales when it
+///   gave scales (N and C scales 1), unset when it gave sizes (then y's shape is the sizes).
 struct ResizeParams {
-  enum class Mode : std::uint8_t { NearestRepeat, TfliteBilinear };
+  enum class Mode : std::uint8_t { NearestRepeat, TfliteBilinear, OnnxLinear };
   std::int64_t scale_h = 1;  ///< NearestRepeat: whole factors >= 1
   std::int64_t scale_w = 1;
   Mode mode = Mode::NearestRepeat;
   bool align_corners = false;       ///< TfliteBilinear: TFLite's align_corners option
   bool half_pixel_centers = false;  ///< TfliteBilinear: TFLite's half_pixel_centers option
+  std::string coordinate_transformation_mode = {};      ///< OnnxLinear
+  std::optional<std::array<float, 2>> scales = std::nullopt;  ///< OnnxLinear: {scale_h, scale_w}
 };
 
 /// LowLevelSlice (ONNX Slice, TFLite STRIDED_SLICE without shrink): outputs[0][i_0, ..., i_{r-1}]
