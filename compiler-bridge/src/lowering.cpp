@@ -543,7 +543,7 @@ class Lowering {
     switch (op) {
       case NpuOp::Conv: return emit_conv(n);
       case NpuOp::MatMul: return emit_matmul(n);
-      case NpuOp::Add: return emit_add(n);
+      case NpuOp::Add: return emit_binary(n, isa::KernelKind::Add);
       case NpuOp::GlobalAveragePool: return emit_gap(n);
       case NpuOp::QLinearConcat: return emit_qconcat(n);
       case NpuOp::Requantize: return emit_requantize(n);
@@ -669,34 +669,10 @@ class Lowering {
     return dev_.count({id, isa::Layout::LoweredNCHW}) && !dev_.count({id, isa::Layout::Linear});
   }
 
-  void emit_add(const Node& n) {
-    const Value& av = value(n.inputs[0]);
-    const Value& bv = value(n.inputs[3]);
-    const Value& yv = value(n.outputs[0]);
-    auto aq = scalar_quant(g_, n, 1, 2);
-    auto bq = scalar_quant(g_, n, 4, 5);
-    auto yq = scalar_quant(g_, n, 6, 7);
-    isa::AddParams p{.a = {aq.scale, aq.zero_point}, .b = {bq.scale, bq.zero_point}, .y = {yq.scale, yq.zero_point},
-                     .fixed_point = fixed_point_add(n, yv.dtype)};
-    const bool lowered = yv.shape.size() == 4 && av.shape == yv.shape && bv.shape == yv.shape &&
-                         (lowered_on_device(n.inputs[0]) || lowered_on_device(n.inputs[3]));
-    const auto layout = lowered ? isa::Layout::LoweredNCHW : isa::Layout::Linear;
-    auto a = device_value(n.inputs[0], layout, n);
-    auto b = device_value(n.inputs[3], layout, n);
-    for (auto* r : {&a, &b}) {
-      while (r->shape.size() < yv.shape.size()) r->shape.insert(r->shape.begin(), 1);
-    }
-    auto y = alloc_activation(yv.dtype, yv.shape, layout);
-    push_kernel({.kind = isa::KernelKind::Add, .node_name = n.name, .operator_index = n.index,
-                 .inputs = {a, b}, .outputs = {y}, .params = p});
-    note_entry(n, "npu", "LowLevelAdd",
-               fmt::format("quantized addition ({} layout{})", isa::layout_name(layout),
-                           p.fixed_point ? ", fixed-point requantization" : ""));
-    produce(n.outputs[0], y);
-  }
-
-  // LowLevelMul / LowLevelSub of a QLinearMul / furiosa::QLinearSub node (operands as QLinearAdd):
-  // lowered like emit_add, Linear operands of y's rank broadcasting to it.
+  // LowLevelAdd / LowLevelMul / LowLevelSub of a QLinearAdd / QLinearMul / furiosa::QLinearSub node
+  // (operands A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp): lowered operands when all three
+  // shapes are equal and one operand is already lowered, else Linear operands of y's rank
+  // broadcasting to it.
   void emit_binary(const Node& n, isa::KernelKind kind) {
     const Value& av = value(n.inputs[0]);
     const Value& bv = value(n.inputs[3]);
@@ -714,14 +690,20 @@ class Lowering {
       while (r->shape.size() < yv.shape.size()) r->shape.insert(r->shape.begin(), 1);
     }
     auto y = alloc_activation(yv.dtype, yv.shape, layout);
-    const bool is_mul = kind == isa::KernelKind::Mul;
     decltype(isa::Kernel::params) params = isa::SubParams{a_q, b_q, y_q};
-    if (is_mul) params = isa::MulParams{a_q, b_q, y_q};
+    std::string what = "subtraction of two tensors";
+    if (kind == isa::KernelKind::Mul) {
+      params = isa::MulParams{a_q, b_q, y_q};
+      what = "multiplication of two tensors";
+    } else if (kind == isa::KernelKind::Add) {
+      auto fixed = fixed_point_add(n, yv.dtype);
+      what = fixed ? "addition, fixed-point requantization" : "addition";
+      params = isa::AddParams{.a = a_q, .b = b_q, .y = y_q, .fixed_point = std::move(fixed)};
+    }
     push_kernel({.kind = kind, .node_name = n.name, .operator_index = n.index, .inputs = {a, b}, .outputs = {y},
                  .params = std::move(params)});
     note_entry(n, "npu", std::string(isa::kernel_name(kind)),
-               fmt::format("quantized {} of two tensors ({} layout)", is_mul ? "multiplication" : "subtraction",
-                           isa::layout_name(layout)));
+               fmt::format("quantized {} ({} layout)", what, isa::layout_name(layout)));
     produce(n.outputs[0], y);
   }
 
