@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
       const auto inputs = furiosa::tools::random_inputs(submitter.model(), 1);
       profiler->pause();
       (void)async_throughput(submitter, receiver, inputs, 2 * per_caller);  // warm-up
-      compare_on_off(*profiler, rounds, inferences_per_block, on2, [&] {
+      compare_on_off(*profiler, rounds, inferences_per_block, on2, [&, &submitter = submitter, &receiver = receiver] {
         return async_throughput(submitter, receiver, inputs, 2 * per_caller);
       });
       submitter.close();

@@ -33,7 +33,8 @@ ModelConfig read_config(const fs::path& file) {
   auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) bad_file(file, "not a JSON object");
   for (const auto& [key, value] : j.items()) {
-    auto positive = [&](std::int64_t minimum) {
+    // (The bindings are captured explicitly: clang 14 cannot capture a structured binding.)
+    auto positive = [&, &key = key, &value = value](std::int64_t minimum) {
       if (!value.is_number_integer() || value.get<std::int64_t>() < minimum) {
         bad_file(file, fmt::format("\"{}\" must be an integer >= {}", key, minimum));
       }
@@ -52,7 +53,7 @@ ModelConfig read_config(const fs::path& file) {
       if (!value.is_object()) bad_file(file, "\"dynamic_batching\" must be an object");
       DynamicBatching b;
       for (const auto& [k, v] : value.items()) {
-        auto at_least = [&](std::int64_t minimum) {
+        auto at_least = [&, &k = k, &v = v](std::int64_t minimum) {
           if (!v.is_number_integer() || v.get<std::int64_t>() < minimum) {
             bad_file(file, fmt::format("\"dynamic_batching.{}\" must be an integer >= {}", k, minimum));
           }

@@ -514,7 +514,7 @@ TEST_CASE("GlobalAveragePool averages H x W and requantizes", "[device][kernels]
       expected.push_back(y);
     }
     const auto inside = std::count_if(expected.begin(), expected.end(),
-                                      [&](std::int32_t v) { return v > qmin && v < qmax; });
+                                      [lo = qmin, hi = qmax](std::int32_t v) { return v > lo && v < hi; });
     CHECK(inside == static_cast<std::int64_t>(expected.size()));  // no saturation hides errors
 
     ProgramBuilder b("gap");

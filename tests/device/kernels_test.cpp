@@ -102,7 +102,7 @@ void check_conv(const ConvCase& cc) {
     expected.push_back(isa::requantize(acc[i], mult, yq.zero_point, qmin, qmax));
   }
   const auto inside = std::count_if(expected.begin(), expected.end(),
-                                    [&](std::int32_t v) { return v > qmin && v < qmax; });
+                                    [lo = qmin, hi = qmax](std::int32_t v) { return v > lo && v < hi; });
   CHECK(inside > static_cast<std::int64_t>(expected.size()) / 2);  // the data is not degenerate
 
   ProgramBuilder b(cc.name);
@@ -407,7 +407,7 @@ TEST_CASE("MatMul matches the QLinearMatMul reference", "[device][kernels][matmu
                                          yq.zero_point, qmin, qmax));
     }
     const auto inside = std::count_if(expected.begin(), expected.end(),
-                                      [&](std::int32_t v) { return v > qmin && v < qmax; });
+                                      [lo = qmin, hi = qmax](std::int32_t v) { return v > lo && v < hi; });
     CHECK(inside > static_cast<std::int64_t>(expected.size()) / 2);
 
     ProgramBuilder b("matmul");

@@ -4,7 +4,7 @@
 # seeds built from the real files in ../shared/models. Fails on any crash, sanitizer report,
 # leak, timeout (-timeout per input) or allocation over -malloc_limit_mb; the input is left in
 # FUZZ_BUILD/fuzz-artifacts/ (copy it to tests/fuzz/regressions/TARGET/ with the fix).
-#   usage: tests/fuzz/run_fuzzers.sh FUZZ_BUILD_DIR [SECONDS_PER_TARGET=60] [FURIOSA_COMPILE]
+#   usage: [FUZZ_JOBS=N] tests/fuzz/run_fuzzers.sh FUZZ_BUILD_DIR [SECONDS_PER_TARGET=60] [FURIOSA_COMPILE]
 # FURIOSA_COMPILE (default FUZZ_BUILD_DIR/tools/furiosa-compile, else build/tools/furiosa-compile)
 # compiles mnist-12-int8 into the .enf seed of fuzz_program_file.
 set -euo pipefail
@@ -56,24 +56,39 @@ for s in "$here"/seeds/trace_file/*.csv; do seed fuzz_trace_file "$s" 000; done
 for s in "$here"/seeds/device_spec/*; do seed fuzz_device_spec "$s"; done
 
 # ---- runs ---------------------------------------------------------------------------------------
-status=0
-for target in fuzz_onnx_model fuzz_tflite_model fuzz_tensor_file fuzz_program_file fuzz_trace_file fuzz_device_spec; do
-  exe="$build/tests/fuzz/$target"
-  [ -x "$exe" ] || { echo "run_fuzzers: $exe was not built (cmake --build $build --target fuzzers)" >&2; exit 1; }
-  flags=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -artifact_prefix="$artifacts/$target-")
+# FUZZ_JOBS targets at a time (default 1): each libFuzzer process uses one core, and the time limit
+# is wall-clock, so run at most one per free core. Each target's output is printed in order.
+run_target() {  # run_target TARGET: replays the regressions, then fuzzes; non-zero on any failure
+  local target="$1" exe="$build/tests/fuzz/$1"
+  local flags=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -artifact_prefix="$artifacts/$target-")
   if compgen -G "$here/regressions/$target/*" >/dev/null; then
     echo "== $target: regression inputs"
-    "$exe" "${flags[@]}" "$here"/regressions/$target/* 2>&1 | tail -n 3 || { status=1; continue; }
+    "$exe" "${flags[@]}" "$here"/regressions/$target/* 2>&1 | tail -n 3 || return 1
   fi
   mkdir -p "$work/$target"
   echo "== $target: fuzzing ${seconds} s from $(ls "$work/$target" | wc -l) seeds"
   if ! "$exe" "${flags[@]}" -max_total_time="$seconds" -print_final_stats=1 "$work/$target" > "$work/$target.log" 2>&1; then
     tail -n 60 "$work/$target.log"
     echo "run_fuzzers: $target FAILED; the input is in $artifacts/" >&2
-    status=1
-    continue
+    return 1
   fi
   grep -E "stat::number_of_executed_runs|stat::peak_rss_mb|cov:" "$work/$target.log" | tail -n 3 | tr '\n' ' '
   echo
+}
+targets=(fuzz_onnx_model fuzz_tflite_model fuzz_tensor_file fuzz_program_file fuzz_trace_file fuzz_device_spec)
+for target in "${targets[@]}"; do
+  exe="$build/tests/fuzz/$target"
+  [ -x "$exe" ] || { echo "run_fuzzers: $exe was not built (cmake --build $build --target fuzzers)" >&2; exit 1; }
+done
+jobs_max="${FUZZ_JOBS:-1}"
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  { if run_target "$target"; then r=ok; else r=failed; fi; echo "$r" > "$work/$target.status"; } > "$work/$target.out" 2>&1 &
+done
+wait
+status=0
+for target in "${targets[@]}"; do
+  cat "$work/$target.out"
+  [ "$(cat "$work/$target.status" 2>/dev/null)" = ok ] || status=1
 done
 exit $status

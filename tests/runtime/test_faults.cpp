@@ -20,6 +20,19 @@
 using namespace furiosa;
 using namespace std::chrono_literals;
 
+// g++ defines __SANITIZE_ADDRESS__ / __SANITIZE_THREAD__; clang 14 (the ASan+UBSan tree of
+// .ci/run) only answers __has_feature.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define FURIOSA_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FURIOSA_SANITIZED 1
+#endif
+#endif
+#ifndef FURIOSA_SANITIZED
+#define FURIOSA_SANITIZED 0
+#endif
+
 namespace {
 
 const std::filesystem::path kMnist() { return test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"); }
@@ -67,7 +80,7 @@ TEST_CASE("run_async survives injected faults: 5000 requests over two PEs, each 
   // Long enough that a slow but healthy execution is not taken for a hang (which would fail a
   // request that had no fault); each of the ~16 hangs costs this once. Sanitizer builds on a
   // loaded machine stall executions for longer.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if FURIOSA_SANITIZED
   o.device_timeout = 5000ms;
 #else
   o.device_timeout = 500ms;

@@ -55,17 +55,17 @@ TEST_CASE("queue: results carry their contexts and match the sync runner", "[que
     CHECK(test::max_abs_diff(r.value()[0], expected[0]) == 0);
   }
   CHECK(seen.size() == 30);
-  CHECK(code_of([&] { receiver.recv(50ms); }) == ErrorCode::QueueWaitTimeout);
+  CHECK(code_of([&r = receiver] { r.recv(50ms); }) == ErrorCode::QueueWaitTimeout);
   submitter.close();
-  CHECK(code_of([&] { receiver.recv(1s); }) == ErrorCode::SessionTerminated);
-  CHECK(code_of([&] { submitter.submit({digit(0)}, 0); }) == ErrorCode::SessionClosed);
+  CHECK(code_of([&r = receiver] { r.recv(1s); }) == ErrorCode::SessionTerminated);
+  CHECK(code_of([&s = submitter] { s.submit({digit(0)}, 0); }) == ErrorCode::SessionClosed);
 }
 
 TEST_CASE("queue: bad inputs are refused at submit and nothing is queued", "[queue]") {
   auto [submitter, receiver] = runtime::create_queue(kMnist());
-  CHECK(code_of([&] { submitter.submit({Tensor(DType::UInt8, {1, 1, 28, 28})}, 1); }) == ErrorCode::InvalidInput);
+  CHECK(code_of([&s = submitter] { s.submit({Tensor(DType::UInt8, {1, 1, 28, 28})}, 1); }) == ErrorCode::InvalidInput);
   submitter.close();
-  CHECK(code_of([&] { receiver.recv(1s); }) == ErrorCode::SessionTerminated);
+  CHECK(code_of([&r = receiver] { r.recv(1s); }) == ErrorCode::SessionTerminated);
 }
 
 TEST_CASE("queue: submit blocks while the input queue is full", "[queue]") {
@@ -104,8 +104,8 @@ TEST_CASE("queue: closing the receiver with requests in flight stops the session
   auto [submitter, receiver] = runtime::create_queue(kMnist());
   for (int i = 0; i < 20; ++i) submitter.submit({digit(i % 10)}, i);
   receiver.close();  // drops whatever is pending; in-flight requests finish and are discarded
-  CHECK(code_of([&] { submitter.submit({digit(0)}, 0); }) == ErrorCode::SessionClosed);
-  CHECK(code_of([&] { receiver.recv(10ms); }) == ErrorCode::SessionClosed);
+  CHECK(code_of([&s = submitter] { s.submit({digit(0)}, 0); }) == ErrorCode::SessionClosed);
+  CHECK(code_of([&r = receiver] { r.recv(10ms); }) == ErrorCode::SessionClosed);
 }
 
 TEST_CASE("queue: closing the submitter with requests in flight still delivers them all", "[queue]") {
@@ -160,7 +160,7 @@ TEST_CASE("queue: 10,000 requests from 8 threads, nothing lost or duplicated", "
   CHECK(errors == 0);
   CHECK(std::all_of(count.begin(), count.end(), [](int c) { return c == 1; }));
   submitter.close();
-  CHECK(code_of([&] { receiver.recv(1s); }) == ErrorCode::SessionTerminated);
+  CHECK(code_of([&r = receiver] { r.recv(1s); }) == ErrorCode::SessionTerminated);
 }
 
 TEST_CASE("run_async returns futures that complete out of the caller's way", "[queue]") {
