@@ -29,6 +29,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -37,6 +38,7 @@
 
 #include "fast_kernels.h"
 #include "furiosa/core/error.h"
+#include "furiosa/device/sim.h"
 #include "furiosa/host/cpu_ops.h"
 
 namespace furiosa::device::sim {
@@ -268,8 +270,22 @@ bool overlaps(const TensorRef& a, const TensorRef& b) {
 // Switch of the fast kernels (kernels.h: set_fast_kernels_enabled).
 std::atomic<bool> g_fast_enabled{true};
 
+// FURIOSA_SIM_ISA, read once: false when it asks for the portable kernels. A value that does not
+// parse also keeps the portable kernels here; sim_config_from_environment reports it as an error.
+bool isa_environment_allows_fast() noexcept {
+  static const bool allows = [] {
+    try {
+      return sim_isa_from_environment() != SimIsa::Portable;
+    } catch (...) {
+      return false;
+    }
+  }();
+  return allows;
+}
+
 bool use_fast() noexcept {
-  return g_fast_enabled.load(std::memory_order_relaxed) && fast::cpu_supported();
+  return g_fast_enabled.load(std::memory_order_relaxed) && isa_environment_allows_fast() &&
+         fast::cpu_supported();
 }
 
 // Where a fast kernel reads input `in` from: the region, or (when `in` overlaps the output
@@ -2087,6 +2103,58 @@ void set_fast_kernels_enabled(bool enabled) noexcept {
 }
 
 bool fast_kernels_active() noexcept { return use_fast(); }
+
+}  // namespace furiosa::device::sim
+
+namespace furiosa::device {
+
+std::string_view sim_isa_name(SimIsa isa) noexcept {
+  switch (isa) {
+    case SimIsa::Auto: return "auto";
+    case SimIsa::Portable: return "portable";
+    case SimIsa::Avx512VnniVbmi: return "avx512-vnni-vbmi";
+  }
+  return "?";
+}
+
+SimIsa parse_sim_isa(std::string_view text) {
+  for (SimIsa isa : {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx512VnniVbmi}) {
+    if (text == sim_isa_name(isa)) return isa;
+  }
+  std::string shown;  // the value with control and non-ASCII bytes escaped, so it stays one line
+  for (const char c : text.substr(0, 64)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') shown += c;
+    else shown += fmt::format("\\x{:02x}", u);
+  }
+  if (text.size() > 64) shown += "...";
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("'{}' is not a simulator ISA level (auto, portable, avx512-vnni-vbmi)", shown));
+}
+
+SimIsa sim_isa_from_environment() {
+  const char* text = std::getenv("FURIOSA_SIM_ISA");
+  if (text == nullptr || *text == '\0') return SimIsa::Auto;
+  SimIsa isa = SimIsa::Auto;
+  try {
+    isa = parse_sim_isa(text);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::InvalidArgument, fmt::format("FURIOSA_SIM_ISA: {}", e.message()));
+  }
+  if (isa == SimIsa::Avx512VnniVbmi && !sim::fast::cpu_supported()) {
+    throw Error(ErrorCode::InvalidArgument,
+                "FURIOSA_SIM_ISA=avx512-vnni-vbmi: this CPU lacks AVX-512 F/BW/VL/VNNI/VBMI");
+  }
+  return isa;
+}
+
+std::string_view sim_active_isa() noexcept {
+  return sim::fast_kernels_active() ? sim_isa_name(SimIsa::Avx512VnniVbmi) : sim_isa_name(SimIsa::Portable);
+}
+
+}  // namespace furiosa::device
+
+namespace furiosa::device::sim {
 
 void set_kernel_stats_enabled(bool enabled) noexcept {
   g_stats_enabled.store(enabled, std::memory_order_relaxed);

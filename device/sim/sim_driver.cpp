@@ -56,6 +56,8 @@
 #include <thread>
 #include <utility>
 
+#include <sys/stat.h>
+
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -103,6 +105,10 @@ SimConfig sim_config_from_environment() {
       throw Error(ErrorCode::InvalidArgument, fmt::format("FURIOSA_SIM_FAULTS: {}", e.message()));
     }
   }
+  config.min_execution_time =
+      std::chrono::microseconds(env_int("FURIOSA_SIM_MIN_EXECUTION_US", 0, 0, 600'000'000));
+  if (const char* gate = std::getenv("FURIOSA_SIM_GATE"); gate != nullptr) config.gate_path = gate;
+  (void)sim_isa_from_environment();  // throws for a bad FURIOSA_SIM_ISA
   const char* lock_dir = std::getenv("FURIOSA_SIM_LOCK_DIR");
   if (lock_dir == nullptr || *lock_dir == '\0') config.lock_dir = sim::default_lock_dir();
   else if (std::string_view(lock_dir) == "off") config.lock_dir.clear();
@@ -751,6 +757,11 @@ class SimDevice final : public Device {
           continue;
         }
         if (queue_.empty()) return;  // closing, and every execution has been run
+        if (!stopping_ && gate_closed()) {  // SimConfig::gate_path: the test holds executions
+          lock.unlock();
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          continue;
+        }
         task = std::move(queue_.front());
         queue_.pop_front();
         task.fault = decide_fault_locked();
@@ -838,6 +849,13 @@ class SimDevice final : public Device {
     return t;
   }
 
+  /// True when SimConfig::gate_path is set and nothing exists at it (not followed if a link).
+  bool gate_closed() const {
+    const std::string& gate = state_->config.gate_path;
+    struct stat st {};
+    return !gate.empty() && ::lstat(gate.c_str(), &st) != 0;
+  }
+
   /// Runs one execution on the host (functional mode: Load, kernels, Store; timing mode: only
   /// the DMA checks), paces it, updates the counters and signals or fails its fence.
   void execute(Task& task, ExecutionTiming timing) {
@@ -910,6 +928,12 @@ class SimDevice final : public Device {
         counters_.backend_counters["sim.overruns"] += 1;
         counters_.backend_counters["sim.overrun_ns"] += overrun;
       }
+    }
+    if (config.min_execution_time.count() > 0) {  // SimConfig::min_execution_time
+      std::this_thread::sleep_until(
+          std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::nanoseconds(host_start_ns))) +
+          config.min_execution_time);
     }
     if (config.pacing) {
       std::this_thread::sleep_until(std::chrono::steady_clock::time_point(

@@ -2,6 +2,7 @@
 // quantized-operator semantics and attaches modelled device timings.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,6 +34,32 @@ enum class SimWarmUp : std::uint8_t {
 
 /// "functional" / "timing".
 std::string_view sim_mode_name(SimMode mode) noexcept;
+
+/// Instruction-set level of the simulator's functional kernels (FURIOSA_SIM_ISA). Every level
+/// computes the same bytes as the portable kernels, which define them (docs/simulator-speed.md);
+/// a level only changes how fast the host computes them.
+enum class SimIsa : std::uint8_t {
+  Auto,            ///< the fastest level this CPU supports (default)
+  Portable,        ///< the portable C++ kernels only, on any CPU
+  Avx512VnniVbmi,  ///< AVX-512 F/BW/VL/DQ + VNNI + VBMI kernels (Ice Lake, Sapphire Rapids, Zen 4)
+};
+
+/// "auto", "portable", "avx512-vnni-vbmi".
+std::string_view sim_isa_name(SimIsa isa) noexcept;
+
+/// Parses a level name (sim_isa_name). Throws Error(InvalidArgument) naming the value, with its
+/// control and non-ASCII bytes escaped, and the accepted names.
+SimIsa parse_sim_isa(std::string_view text);
+
+/// The level FURIOSA_SIM_ISA asks for (Auto when unset or empty). The variable is read by the
+/// kernels once per process, so it applies to every simulator driver of the process; with
+/// `portable` the fast kernels never run (a CPU without them, tested on any machine). Throws
+/// Error(InvalidArgument) naming the variable for an unknown name, or a level this CPU lacks.
+SimIsa sim_isa_from_environment();
+
+/// The level the functional kernels run at in this process now: "avx512-vnni-vbmi" or
+/// "portable".
+std::string_view sim_active_isa() noexcept;
 
 /// A device fault the simulator can inject (docs/devices.md "Fault injection").
 enum class SimFaultKind : std::uint8_t {
@@ -113,6 +140,15 @@ struct SimConfig {
   SimWarmUp warm_up = SimWarmUp::FastKernels;
   /// Faults to inject into every device opened from this driver (docs/devices.md).
   SimFaultPlan faults;
+  /// Test and what-if knob: every execution takes at least this long on the host, from the
+  /// moment a compute thread takes it to its fence (the modelled timeline is not changed). Like
+  /// a slower card or host; FURIOSA_SIM_MIN_EXECUTION_US. Zero (default): no floor.
+  std::chrono::microseconds min_execution_time{0};
+  /// Test gate (FURIOSA_SIM_GATE): when not empty, executions are taken from the queue only
+  /// while a file (of any type) exists at this path, checked every millisecond; until then they
+  /// stay queued and in flight, so a test holds requests in flight without racing the machine.
+  /// A device that is closing ignores the gate and drains its queue.
+  std::string gate_path;
   /// System-wide PE ownership: when not empty, an open also locks one file per PE in this
   /// directory (flock; released on close and on process death), so opens in other processes
   /// (and other drivers) see the PE as busy, naming the holder's pid. Empty (the default for
@@ -121,11 +157,14 @@ struct SimConfig {
 };
 
 /// SimConfig defaults, overridden by FURIOSA_SIM_CARDS (0..256), FURIOSA_SIM_PES_PER_CARD
-/// (1..64) and FURIOSA_SIM_FAULTS (a fault spec, parse_sim_faults) when set and non-empty; this
+/// (1..64), FURIOSA_SIM_FAULTS (a fault spec, parse_sim_faults), FURIOSA_SIM_MIN_EXECUTION_US
+/// (0..600000000) and FURIOSA_SIM_GATE (a path) when set and non-empty, and checks
+/// FURIOSA_SIM_ISA (sim_isa_from_environment); this
 /// is the configuration of the built-in "sim" driver. Its lock_dir is FURIOSA_SIM_LOCK_DIR
 /// ("off" = none), else sim_default_lock_dir(): the built-in simulated cards are owned
 /// system-wide, as real cards are. Throws Error(InvalidArgument) naming the
-/// variable for a value that is not an integer in range or not a valid fault spec.
+/// variable for a value that is not an integer in range, not a valid fault spec or not an ISA
+/// level this CPU has.
 SimConfig sim_config_from_environment();
 
 /// $XDG_RUNTIME_DIR/furiosa-sim when XDG_RUNTIME_DIR is an absolute path, else
