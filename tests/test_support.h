@@ -12,6 +12,7 @@
 #include <string>
 
 #include "furiosa/core/tensor.h"
+#include "test_paths.h"
 
 namespace furiosa::test {
 

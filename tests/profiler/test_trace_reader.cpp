@@ -19,6 +19,7 @@
 #include "furiosa/profiler/trace_reader.h"
 #include "profiler_test_util.h"
 #include "synthetic_trace.h"
+#include "test_paths.h"
 
 using namespace furiosa::profiler;
 using furiosa::profiler::testing::synthetic_trace;
