@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -20,6 +21,8 @@ import requests
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "server"))
+from serve_process import ServeProcess  # noqa: E402
 DEPLOY = ROOT / "deploy"
 MNIST = "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"
 
@@ -86,34 +89,13 @@ def instruction(lines, name):
 
 # --- a real server over a one-model repository --------------------------------------------------
 
-class Server:
-    def __init__(self, command, env=None):
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=env)
-        self.lines = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                pytest.fail(f"{command} exited: " + "".join(self.lines))
-            self.lines.append(line)
-            m = re.match(r"HTTP: 127\.0\.0\.1:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-                self.url = f"http://127.0.0.1:{self.port}"
-                return
-        pytest.fail(f"{command} did not start listening")
+class Server(ServeProcess):
+    """`command` (furiosa-serve or a deploy/ wrapper of it) as a ServeProcess
+    (tests/server/serve_process.py): its own lock directory and process group, killed when the
+    test ends, pass or fail."""
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rest, _ = self.proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rest, _ = self.proc.communicate()
-        self.lines.append(rest)
-        return self.proc.returncode
+    def __init__(self, command, env=None):
+        super().__init__(command, env=env, start_timeout=120)
 
 
 def mnist_model():
@@ -129,9 +111,10 @@ def server(tmp_path_factory):
     (repo / "mnist" / "1").mkdir(parents=True)
     (repo / "mnist" / "1" / "model.onnx").symlink_to(mnist_model())
     (repo / "mnist" / "config.json").write_text(json.dumps({"device": "npu0pe0"}))
-    s = Server([str(SERVE), "--model-repository", str(repo), "--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0"])
-    yield s
-    assert s.stop() == 0, "".join(s.lines)
+    with Server([str(SERVE), "--model-repository", str(repo), "--host", "127.0.0.1", "--http-port", "0",
+                 "--grpc-port", "0"]) as s:
+        yield s
+        assert s.stop() == 0, s.output()
 
 
 # --- Dockerfile ---------------------------------------------------------------------------------
@@ -316,10 +299,11 @@ def test_kserve_container_serves_model_under_isvc_name(manifests, serve_flags, t
         assert meta.status_code == 200, meta.text
         assert meta.json()["name"] == name and meta.json()["platform"] == "onnx"
         assert requests.get(f"{s.url}/v2/models/{name}/ready", timeout=10).status_code == 200
-        assert "device npu0pe1" in "".join(s.lines), "config.json beside the model was not used: " + "".join(s.lines)
+        assert "device npu0pe1" in s.output(), "config.json beside the model was not used: " + s.output()
         assert mnt_model.exists()
     finally:
-        assert s.stop() == 0, "".join(s.lines)
+        code = s.stop()
+    assert code == 0, s.output()
 
 
 def test_kserve_wrapper_refuses_ambiguous_folder(tmp_path):
@@ -343,4 +327,5 @@ def test_kserve_wrapper_serves_a_repository_as_is(tmp_path):
         assert requests.get(f"{s.url}/v2/models/digits/versions/3", timeout=10).status_code == 200
         assert requests.get(f"{s.url}/v2/models/ignored", timeout=10).status_code == 404
     finally:
-        assert s.stop() == 0, "".join(s.lines)
+        code = s.stop()
+    assert code == 0, s.output()

@@ -72,18 +72,19 @@ TEST_CASE("run_async survives injected faults: 5000 requests over two PEs, each 
   }
 
   device::SimConfig config;
-  config.faults = device::parse_sim_faults("error:every=50,hang:every=300");
+  config.faults = device::parse_sim_faults("error:every=50,hang:every=1000");
   auto driver = device::create_sim_driver(config);
   runtime::RunnerOptions o;
   o.driver = driver.get();
   o.device = "warboy(1)*2";
-  // Long enough that a slow but healthy execution is not taken for a hang (which would fail a
-  // request that had no fault); each of the ~16 hangs costs this once. Sanitizer builds on a
-  // loaded machine stall executions for longer.
+  // Long enough that a slow but healthy execution (an MNIST execution takes well under 10 ms
+  // even with the portable kernels on a slow, loaded machine) is not taken for a hang, which
+  // would fail a request that had no fault; each of the ~5 hangs costs this once. Sanitizer
+  // builds on a loaded machine stall executions for longer.
 #if FURIOSA_SANITIZED
   o.device_timeout = 5000ms;
 #else
-  o.device_timeout = 500ms;
+  o.device_timeout = 2000ms;
 #endif
   auto runner = runtime::create_runner(kMnist(), o);
   REQUIRE(runner->device_name() == "npu0pe0,npu0pe1");
@@ -131,12 +132,26 @@ TEST_CASE("run_async survives injected faults: 5000 requests over two PEs, each 
   CHECK(static_cast<std::int64_t>(faults) == injected_errors);
   CHECK(static_cast<std::int64_t>(timeouts) == injected_hangs);
   CHECK(resets == timeouts);
-  // Over 5000+ executions on two devices: at least 5000 / 300 - 2 hangs, and the errors of
-  // every 50th execution except those every 300th, where the hang takes precedence.
-  CHECK(injected_hangs >= 14);
-  CHECK(injected_errors >= 5000 / 50 - 5000 / 300 - 4);
-  // The runner keeps working after all of it.
-  CHECK(bytes_of(runner->run({inputs[0]})) == expected[0]);
+  // Over 5000+ executions on two devices (n0 + n1 >= 5000): at least floor(n0 / 1000) +
+  // floor(n1 / 1000) >= 5000 / 1000 - 1 hangs, and the errors of every 50th execution except
+  // those every 1000th, where the hang takes precedence.
+  CHECK(injected_hangs >= 5000 / 1000 - 1);
+  CHECK(injected_errors >= 5000 / 50 - 5000 / 1000 - 4);
+  // The runner keeps working after all of it. The schedule goes on counting, so the next
+  // execution on either device may be one it fails (which one depends on how the retries fell):
+  // consecutive executions of one device are never both multiples of 50, so of three runs over
+  // the two devices at least one succeeds, and every failure is an injected one.
+  bool recovered = false;
+  for (int attempt = 0; attempt < 3 && !recovered; ++attempt) {
+    try {
+      CHECK(bytes_of(runner->run({inputs[0]})) == expected[0]);
+      recovered = true;
+    } catch (const Error& e) {
+      INFO(e.what());
+      CHECK((e.code() == ErrorCode::DeviceFault || e.code() == ErrorCode::DeviceTimeout));
+    }
+  }
+  CHECK(recovered);
 }
 
 TEST_CASE("a hang fails its request with DeviceTimeout, resets the device and is traced",
@@ -148,7 +163,7 @@ TEST_CASE("a hang fails its request with DeviceTimeout, resets the device and is
   runtime::RunnerOptions o;
   o.driver = driver.get();
   o.device = "npu0pe1";
-  o.device_timeout = 100ms;
+  o.device_timeout = 2000ms;  // far above a healthy execution on any machine; the hang costs it once
   o.profiler = profiler;
   auto runner = runtime::create_runner(kMnist(), o);
   const Tensor x = digit(0);
@@ -160,7 +175,7 @@ TEST_CASE("a hang fails its request with DeviceTimeout, resets the device and is
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::DeviceTimeout);
     CHECK(e.device_file() == "npu0pe1");
-    CHECK_THAT(e.message(), Catch::Contains("100 ms") && Catch::Contains("reset"));
+    CHECK_THAT(e.message(), Catch::Contains("2000 ms") && Catch::Contains("reset"));
   }
   CHECK(bytes_of(runner->run({x})) == expected);  // 4: the device works after the reset
   const auto h = runner->device_health().at(0);

@@ -18,6 +18,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from serve_process import ServeProcess
+
 MNIST = "onnx-zoo/mnist-12-int8"
 MOBILENET = "onnx-zoo/mobilenetv2-12-int8"
 DIGITS = "furiosa-sdk/MNISTnet_uint8_quant_without_softmax"
@@ -67,32 +69,14 @@ def references(tmp_path_factory):
     return out
 
 
-class Server:
-    """A furiosa-serve process on a free loopback port over a model repository."""
+class Server(ServeProcess):
+    """furiosa-serve on free loopback ports over a model repository (serve_process.py: its own
+    lock directory and process group, killed when the test ends); keyword arguments as
+    ServeProcess's (gate, min_execution_us)."""
 
-    def __init__(self, repo):
-        self.proc = subprocess.Popen([str(SERVE), "--model-repository", str(repo), "--host", "127.0.0.1",
-                                      "--http-port", "0", "--grpc-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        self.lines = []
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                pytest.fail("furiosa-serve exited: " + "".join(self.lines))
-            self.lines.append(line)
-            m = re.match(r"HTTP: 127\.0\.0\.1:(\d+)", line)
-            if m:
-                self.url = f"http://127.0.0.1:{m.group(1)}"
-                return
-        pytest.fail("furiosa-serve did not start listening")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        rest, _ = self.proc.communicate(timeout=120)
-        self.lines.append(rest)
-        return self.proc.returncode
+    def __init__(self, repo, **kw):
+        super().__init__([SERVE, "--model-repository", repo, "--host", "127.0.0.1", "--http-port", "0",
+                          "--grpc-port", "0"], **kw)
 
 
 def make_repo(root, models):
@@ -112,9 +96,9 @@ def server(references, tmp_path_factory):
         "mnist": (MNIST, {"device": "npu0pe0", "worker_num": 2}),
         "mobilenet": (MOBILENET, {"device": "npu0pe1", "worker_num": 2}),
     })
-    s = Server(repo)
-    yield s
-    assert s.stop() == 0, "".join(s.lines)
+    with Server(repo) as s:
+        yield s
+        assert s.stop() == 0, s.output()
 
 
 def test_startup_lines(server):
@@ -217,8 +201,7 @@ def test_load_two_models_every_request_answered_once(references, tmp_path):
         "mnist": (MNIST, {"device": "npu0pe0", "worker_num": 2, "max_inflight": 8}),
         "digits": (DIGITS, {"device": "npu0pe1", "worker_num": 2, "max_inflight": 8}),
     })
-    s = Server(repo)
-    try:
+    with Server(repo) as s:
         x, expected = references[MNIST]
         mnist_ref = next(iter(expected.values()))
         digits_x = np.zeros((1, 28, 28, 1), np.uint8)
@@ -261,14 +244,22 @@ def test_load_two_models_every_request_answered_once(references, tmp_path):
         p99 = float(np.percentile(latencies, 99)) * 1e3
         print(f"\nload: {total} requests, 32 clients, {elapsed:.1f} s ({total / elapsed:.0f}/s), "
               f"statuses {counts}, p50 {np.percentile(latencies, 50) * 1e3:.1f} ms, p99 {p99:.1f} ms")
-    finally:
-        assert s.stop() == 0, "".join(s.lines)
+        assert s.stop() == 0, s.output()
+
+
+def inflight(s, model):
+    """furiosa_serve_inflight_requests of `model` now."""
+    gauge = re.compile(r'furiosa_serve_inflight_requests\{model="%s"\} (\S+)' % re.escape(model))
+    m = gauge.search(requests.get(s.url + "/metrics").text)
+    return int(float(m.group(1))) if m else 0
 
 
 def send_and_wait_admitted(s, model, input_name, x, ref, n):
     """Starts n client threads each sending one binary inference of x to `model` and waits until
-    the in-flight gauge shows all n admitted. Returns (threads, results): results[i] becomes
-    (status, outputs equal ref) or ("unanswered", why) when client i is done."""
+    the in-flight gauge shows all n admitted; the caller holds them in flight (a closed gate, or
+    the batcher's queue delay), so nothing here depends on how fast inferences run. Returns
+    (threads, results): results[i] becomes (status, outputs equal ref) or ("unanswered", why)
+    when client i is done."""
     results = [None] * n
 
     def client(i):
@@ -284,34 +275,39 @@ def send_and_wait_admitted(s, model, input_name, x, ref, n):
     threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 60
-    gauge = re.compile(r'furiosa_serve_inflight_requests\{model="%s"\} (\d+)' % re.escape(model))
+    deadline = time.monotonic() + 300  # a bound against hanging: they are held, so they get there
     while time.monotonic() < deadline:
-        m = gauge.search(requests.get(s.url + "/metrics").text)
-        if m and int(float(m.group(1))) >= n:
+        if inflight(s, model) >= n:
             return threads, results
+        assert all(r is None for r in results), f"a request was answered while held: {results}"
         time.sleep(0.01)
-    pytest.fail("the requests were not all admitted")
+    pytest.fail(f"the requests were not all admitted: {inflight(s, model)} of {n} in flight")
 
 
-def test_sigterm_answers_requests_in_flight(references, tmp_path):
-    """With max_inflight requests admitted, one more is answered 429 at once; SIGTERM while they
-    run: each admitted one is answered 200 with the right outputs, then the server exits 0."""
+@pytest.mark.parametrize("execution_us", [1_000, 200_000], ids=["1ms", "200ms"])
+def test_sigterm_answers_requests_in_flight(references, tmp_path, execution_us):
+    """16 requests held in flight (the simulated card's gate is closed) fill max_inflight, so one
+    more is answered 429 at once; SIGTERM while they are held, then the gate opens: each admitted
+    one is answered 200 with the right outputs and the server exits 0. Each inference takes
+    `execution_us`, as on a fast and on a slow machine."""
     repo = make_repo(tmp_path / "repo", {"mobilenet": (MOBILENET, {"device": "npu0pe0-1", "worker_num": 2,
                                                                    "max_inflight": 16})})
-    s = Server(repo)
-    x, expected = references[MOBILENET]
-    ref = next(iter(expected.values()))
-    n = 16
-    threads, results = send_and_wait_admitted(s, "mobilenet", "input", x, ref, n)
-    rejected = binary_infer(s.url, "mobilenet", "input", x)
-    assert rejected.status_code == 429 and "max_inflight" in rejected.json()["error"]
-    code = s.stop()
-    for t in threads:
-        t.join()
-    assert code == 0, "".join(s.lines)
-    assert results == [(200, True)] * n, results
-    assert "shutting down (SIGTERM)" in "".join(s.lines)
+    with Server(repo, gate=tmp_path / "gate", min_execution_us=execution_us) as s:
+        x, expected = references[MOBILENET]
+        ref = next(iter(expected.values()))
+        n = 16
+        threads, results = send_and_wait_admitted(s, "mobilenet", "input", x, ref, n)
+        rejected = binary_infer(s.url, "mobilenet", "input", x)
+        assert rejected.status_code == 429 and "max_inflight" in rejected.json()["error"]
+        s.proc.send_signal(signal.SIGTERM)
+        s.wait_for(r".*shutting down \(SIGTERM\)", 120)
+        assert results == [None] * n, f"answered before the gate opened: {results}"
+        s.open_gate()
+        code = s.stop()
+        for t in threads:
+            t.join()
+        assert code == 0, s.output()
+        assert results == [(200, True)] * n, results
 
 
 def test_sigterm_answers_200_requests_in_flight(references, tmp_path):
@@ -322,15 +318,13 @@ def test_sigterm_answers_200_requests_in_flight(references, tmp_path):
     repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {
         "device": "npu0pe0", "worker_num": 2, "max_inflight": 256,
         "dynamic_batching": {"max_batch_size": 256, "max_queue_delay_us": 60_000_000}})})
-    s = Server(repo)
-    x, expected = references[MNIST]
-    ref = next(iter(expected.values()))
-    threads, results = send_and_wait_admitted(s, "mnist", "Input3", x, ref, n)
-    assert results == [None] * n, "a request was answered before SIGTERM: the batcher did not hold them"
-    sigterm = time.monotonic()
-    code = s.stop()
-    for t in threads:
-        t.join()
-    assert code == 0, "".join(s.lines)
-    assert results == [(200, True)] * n, results
-    assert time.monotonic() - sigterm < 30, "shutdown waited for the batcher's queue delay"
+    with Server(repo) as s:
+        x, expected = references[MNIST]
+        ref = next(iter(expected.values()))
+        threads, results = send_and_wait_admitted(s, "mnist", "Input3", x, ref, n)
+        assert results == [None] * n, "a request was answered before SIGTERM: the batcher did not hold them"
+        code = s.stop(timeout=50)  # the queue delay is 60 s: a shutdown that waited for it is killed
+        for t in threads:
+            t.join()
+        assert code == 0, s.output()
+        assert results == [(200, True)] * n, results
