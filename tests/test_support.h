@@ -1,5 +1,5 @@
 // Helpers shared by the tests: where the real models and the ONNX test data are, tensor
-// comparisons, and running a command-line tool.
+// comparisons, running a command-line tool, and scratch directories.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -8,8 +8,10 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "furiosa/core/tensor.h"
 #include "test_paths.h"
@@ -35,6 +37,31 @@ inline CommandResult run_command(const std::string& command) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+/// A new, empty directory under the system temp directory (mkdtemp, so never shared with another
+/// test or process), removed with its contents when destroyed: also when the test fails or
+/// throws half-way.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& stem) {
+    std::string templ = (std::filesystem::temp_directory_path() / ("furiosa-" + stem + "-XXXXXX")).string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path_ = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  std::string string() const { return path_.string(); }
+  std::filesystem::path operator/(const std::filesystem::path& rel) const { return path_ / rel; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 /// ../shared/models (FURIOSA_SHARED_MODELS_DIR). Fails the test with a clear message when the
 /// folder is missing: the real-model tests must not pass vacuously.

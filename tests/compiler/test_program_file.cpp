@@ -328,8 +328,8 @@ TEST_CASE("program file: a synthetic model with every kernel, params and attribu
 }
 
 TEST_CASE("program file: save(load(save(x))) == save(x) on mnist, MobileNetV2 and a TFLite model", "[program_file]") {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("furiosa-enf-test-{}", ::getpid());
-  fs::create_directories(dir);
+  const test::TempDir scratch("enf-test");  // removed even when a check fails
+  const fs::path& dir = scratch.path();
   const std::pair<const char*, int> models[] = {
       {"onnx-zoo/mnist-12-int8/mnist-12-int8.onnx", 2},
       {"onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx", 1},
@@ -353,7 +353,6 @@ TEST_CASE("program file: save(load(save(x))) == save(x) on mnist, MobileNetV2 an
     fmt::print("program file {}: {} bytes\n", enf.filename().string(), first.size());
   }
   CHECK_FALSE(compiler::is_program_file(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx")));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("program file: truncated, corrupted, foreign and other-version files are refused", "[program_file][errors]") {
@@ -408,7 +407,8 @@ TEST_CASE("program file: truncated, corrupted, foreign and other-version files a
                Catch::StartsWith("model.enf: the body is not valid CBOR") && Catch::Contains("excessive array size"));
   }
   SECTION("load_program names the file") {
-    const fs::path p = fs::temp_directory_path() / fmt::format("furiosa-bad-{}.enf", ::getpid());
+    const test::TempDir scratch("bad-enf");  // removed even when a check fails
+    const fs::path p = scratch / "bad.enf";
     {
       std::ofstream f(p, std::ios::binary);
       f << good.substr(0, good.size() / 2);

@@ -139,7 +139,7 @@ std::string fault_message(ProgramBuilder& b, const std::vector<isa::TensorRef>& 
   std::vector<std::span<const std::byte>> in_spans(in.begin(), in.end());
   std::vector<std::span<std::byte>> out_spans(out.begin(), out.end());
   auto fence = s.device->submit(*loaded, in_spans, out_spans);
-  REQUIRE(fence->wait_for(std::chrono::seconds(10)));
+  REQUIRE(fence->wait_for(std::chrono::seconds(120)));
   Error e = error_of(fence->error());
   CHECK(e.code() == ErrorCode::DeviceFault);
   // The device keeps working after the fault.

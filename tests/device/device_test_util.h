@@ -232,7 +232,7 @@ inline std::vector<std::vector<std::byte>> run_program(
   std::vector<std::span<const std::byte>> in(inputs.begin(), inputs.end());
   std::vector<std::span<std::byte>> out(outputs.begin(), outputs.end());
   auto fence = device.submit(*loaded, in, out);
-  REQUIRE(fence->wait_for(std::chrono::seconds(30)));
+  REQUIRE(fence->wait_for(std::chrono::seconds(120)));
   if (fence->error()) {
     try {
       std::rethrow_exception(fence->error());

@@ -46,15 +46,22 @@ struct Holder {
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
     out = fds[0];
-    REQUIRE(rc == 0);
-    char buf[16] = {};
-    std::size_t got = 0;
-    while (got < 6) {  // "ready\n"; EOF means it failed to open
-      const ssize_t n = ::read(out, buf + got, sizeof buf - 1 - got);
-      REQUIRE(n > 0);
-      got += static_cast<std::size_t>(n);
+    if (rc != 0) pid = -1;
+    try {
+      REQUIRE(rc == 0);
+      char buf[16] = {};
+      std::size_t got = 0;
+      while (got < 6) {  // "ready\n"; EOF means it failed to open
+        const ssize_t n = ::read(out, buf + got, sizeof buf - 1 - got);
+        REQUIRE(n > 0);
+        got += static_cast<std::size_t>(n);
+      }
+      REQUIRE(std::string(buf, 5) == "ready");
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      kill();
+      ::close(out);
+      throw;
     }
-    REQUIRE(std::string(buf, 5) == "ready");
   }
   void kill() {
     if (pid <= 0) return;
@@ -73,9 +80,8 @@ struct Holder {
 
 TEST_CASE("a PE held by another process is DeviceBusy naming its pid until that process dies",
           "[device][sim][ownership]") {
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("furiosa-ownership-test-" + std::to_string(::getpid()))).string();
-  std::filesystem::remove_all(dir);
+  const furiosa::test::TempDir lock_dir("ownership-test");  // removed even when a check fails
+  const std::string dir = lock_dir.string();
   SimConfig config = fast_config();
   config.lock_dir = dir;
   auto driver = create_sim_driver(config);
@@ -103,14 +109,12 @@ TEST_CASE("a PE held by another process is DeviceBusy naming its pid until that 
     Holder again(dir, "npu0pe0-1");
     CHECK(driver->enumerate().at(0).pe_holder_pid[1] == again.pid);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("holders publish executions and busy time; furiosactl top and info show them from another process",
           "[device][sim][ownership][top]") {
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("furiosa-top-test-" + std::to_string(::getpid()))).string();
-  std::filesystem::remove_all(dir);
+  const furiosa::test::TempDir lock_dir("top-test");  // removed even when a check fails
+  const std::string dir = lock_dir.string();
   SimConfig config = fast_config();
   config.lock_dir = dir;
   auto driver = create_sim_driver(config);
@@ -123,7 +127,10 @@ TEST_CASE("holders publish executions and busy time; furiosactl top and info sho
     run_program(*device, p.program, inputs, &t);
     busy += t.total_ns();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past the 100 ms publish period
+  // Not synchronisation: the holder republishes its counters on an execution at least 100 ms
+  // (steady clock) after its last publish, and a sleep guarantees that much time has passed
+  // since the 20th execution's, on any machine.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
   ExecutionTiming t;
   run_program(*device, p.program, inputs, &t);
   busy += t.total_ns();
@@ -140,13 +147,25 @@ TEST_CASE("holders publish executions and busy time; furiosactl top and info sho
   std::atomic<bool> stop{false};
   auto loaded = device->load(p.program);
   std::vector<std::byte> output(p.program->outputs.at(0).size_bytes());
+  // Executions keep running until furiosactl has exited, so top's interval sees some whatever
+  // the speed: the 21 above are published, and any execution completing at least 100 ms after
+  // the last publish publishes again. (A scheduler that starves this thread for the whole
+  // interval could still leave top no new sample; the interval is 1 s to make that remote.)
   std::thread load([&] {
     const std::vector<std::span<const std::byte>> in{inputs[0]};
     const std::vector<std::span<std::byte>> out{output};
-    while (!stop) device->submit(*loaded, in, out)->wait_for(std::chrono::seconds(30));
+    while (!stop) device->submit(*loaded, in, out)->wait_for(std::chrono::seconds(120));
   });
+  struct StopAndJoin {  // also when run_command fails the test
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~StopAndJoin() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } stopper{stop, load};
   const std::string env = "FURIOSA_SIM_LOCK_DIR='" + dir + "' ";
-  const auto top = furiosa::test::run_command(env + FURIOSACTL_BINARY + " --backend sim top --interval 0.5 --format json");
+  const auto top = furiosa::test::run_command(env + FURIOSACTL_BINARY + " --backend sim top --interval 1 --format json");
   const auto info = furiosa::test::run_command(env + FURIOSACTL_BINARY + " --backend sim info");
   stop = true;
   load.join();
@@ -166,5 +185,4 @@ TEST_CASE("holders publish executions and busy time; furiosactl top and info sho
   CHECK_THAT(info.out, Catch::Contains("pe0: -, pe1: pid " + std::to_string(::getpid())));
   loaded.reset();
   device.reset();
-  std::filesystem::remove_all(dir);
 }

@@ -225,7 +225,7 @@ TEST_CASE("Sim kernel fault fails the fence, not the process", "[device][sim]") 
   auto loaded = s.device->load(program);
   std::vector<std::byte> in(x.size_bytes()), out(y.size_bytes());
   auto fence = s.device->submit(*loaded, {in}, {out});
-  REQUIRE(fence->wait_for(std::chrono::seconds(10)));
+  REQUIRE(fence->wait_for(std::chrono::seconds(120)));
   Error e = error_of(fence->error());
   CHECK(e.code() == ErrorCode::DeviceFault);
   CHECK_THAT(e.message(), Catch::Contains("npu0pe0") && Catch::Contains("instruction 1") &&
@@ -414,7 +414,7 @@ TEST_CASE("Sim handles many submissions from several threads", "[device][sim]") 
       }
       for (int i = 0; i < kPerThread; ++i) {
         const auto u = static_cast<std::size_t>(i);
-        if (!fences[u]->wait_for(std::chrono::seconds(30)) || fences[u]->error()) continue;
+        if (!fences[u]->wait_for(std::chrono::seconds(120)) || fences[u]->error()) continue;
         if (from_bytes(outs[u], DType::UInt8) == add_expected(p, xs[u])) ++correct;
       }
     });

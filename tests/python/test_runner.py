@@ -18,7 +18,8 @@ def cpp_outputs(furiosa_run, model, inputs, tmp_path):
     cmd = [str(furiosa_run), str(model), "--output-dir", str(out_dir)]
     for name, pb in inputs.items():
         cmd += ["--input", f"{name}={pb}"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    # The timeout only turns a hang into a failure (subprocess.run kills the child then).
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
     return out_dir
 
 
@@ -145,7 +146,7 @@ def test_profiler_output_path_traces_python_programs(mnist_tflite, tmp_path):
                "with create_runner(sys.argv[1]) as r:\n"
                "    for _ in range(3): r.run(tensor.rand(r.model.input(0)))\n")
     subprocess.run([os.environ.get("FURIOSA_PYTHON", "python3"), "-c", program, str(mnist_tflite)],
-                   env=env, check=True)
+                   env=env, check=True, timeout=600)  # the child is killed on timeout
     import json
     names = [e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
     assert names.count("Inference") == 3

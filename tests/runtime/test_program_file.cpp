@@ -178,7 +178,7 @@ TEST_CASE("a program file's target and batch are checked; without a device spec 
   auto [submitter, receiver] = runtime::create_queue(enf, q);
   const auto inputs = reference_inputs(model, submitter.model());
   submitter.submit(inputs, 7);
-  auto result = receiver.recv(std::chrono::seconds(30));
+  auto result = receiver.recv(std::chrono::seconds(120));
   CHECK(std::any_cast<int>(result.context) == 7);
   CHECK(result.value().at(0).shape() == Shape{1, 10});
   // A damaged file is refused naming it.

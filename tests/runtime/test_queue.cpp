@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -48,7 +50,7 @@ TEST_CASE("queue: results carry their contexts and match the sync runner", "[que
   for (int i = 0; i < 30; ++i) submitter.submit({digit(i % 10)}, i);
   std::set<int> seen;
   for (int i = 0; i < 30; ++i) {
-    auto r = receiver.recv(10s);
+    auto r = receiver.recv(120s);
     const int ctx = std::any_cast<int>(r.context);
     CHECK(seen.insert(ctx).second);
     auto expected = runner->run({digit(ctx % 10)});
@@ -68,36 +70,144 @@ TEST_CASE("queue: bad inputs are refused at submit and nothing is queued", "[que
   CHECK(code_of([&r = receiver] { r.recv(1s); }) == ErrorCode::SessionTerminated);
 }
 
+namespace {
+
+/// The gate of HeldDevice's fences, shared by the devices of one HeldDriver.
+struct Hold {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  int submitted = 0;  // executions submitted to the devices
+  std::vector<std::pair<std::shared_ptr<device::Fence>, std::shared_ptr<device::Fence>>> held;  // inner, outer
+
+  /// Forwards the result of `inner` to `outer`.
+  static void forward(const device::Fence& inner, device::Fence& outer) {
+    if (inner.error()) outer.fail(inner.error());
+    else outer.signal(inner.timing());
+  }
+  /// Lets every held fence and every later one through.
+  void release() {
+    std::vector<std::pair<std::shared_ptr<device::Fence>, std::shared_ptr<device::Fence>>> now;
+    {
+      std::lock_guard lock(mu);
+      released = true;
+      now.swap(held);
+    }
+    for (auto& [inner, outer] : now) inner->on_signal([inner = inner, outer = outer] { forward(*inner, *outer); });
+  }
+};
+
+// A simulated device whose fences are held back until release(): executions are accepted and
+// computed, but none completes, so the session's requests stay in flight for as long as the
+// test needs, whatever the machine's speed. Counts the executions submitted to it.
+class HeldDevice : public device::Device {
+ public:
+  HeldDevice(std::unique_ptr<device::Device> inner, Hold& hold) : inner_(std::move(inner)), hold_(hold) {}
+  const device::DeviceFile& file() const noexcept override { return inner_->file(); }
+  device::DeviceBuffer allocate(std::uint64_t bytes) override { return inner_->allocate(bytes); }
+  void release(const device::DeviceBuffer& b) override { inner_->release(b); }
+  void write(std::uint64_t a, std::span<const std::byte> d) override { inner_->write(a, d); }
+  void read(std::uint64_t a, std::span<std::byte> d) override { inner_->read(a, d); }
+  std::shared_ptr<device::LoadedProgram> load(std::shared_ptr<const isa::Program> p) override { return inner_->load(std::move(p)); }
+  std::shared_ptr<device::Fence> submit(const device::LoadedProgram& p, std::vector<std::span<const std::byte>> in,
+                                        std::vector<std::span<std::byte>> out) override;
+  device::DeviceCounters counters() const override { return inner_->counters(); }
+
+ private:
+  std::unique_ptr<device::Device> inner_;
+  Hold& hold_;
+};
+
+std::shared_ptr<device::Fence> HeldDevice::submit(const device::LoadedProgram& p, std::vector<std::span<const std::byte>> in,
+                                                  std::vector<std::span<std::byte>> out) {
+  auto inner = inner_->submit(p, std::move(in), std::move(out));
+  auto outer = std::make_shared<device::Fence>();
+  {
+    std::lock_guard lock(hold_.mu);
+    ++hold_.submitted;
+    hold_.cv.notify_all();
+    if (!hold_.released) {
+      hold_.held.emplace_back(inner, outer);
+      return outer;
+    }
+  }
+  inner->on_signal([inner, outer] { Hold::forward(*inner, *outer); });
+  return outer;
+}
+
+class HeldDriver : public device::Driver {
+ public:
+  HeldDriver() : inner_(device::create_sim_driver()) {}
+  std::string_view name() const noexcept override { return "held"; }
+  std::vector<device::CardInfo> enumerate() const override { return inner_->enumerate(); }
+  std::unique_ptr<device::Device> open(const device::DeviceFile& f) override {
+    return std::make_unique<HeldDevice>(inner_->open(f), hold);
+  }
+  Hold hold;
+
+ private:
+  std::unique_ptr<device::Driver> inner_;
+};
+
+}  // namespace
+
 TEST_CASE("queue: submit blocks while the input queue is full", "[queue]") {
-  // A slow device (pacing with a long DMA latency) and one worker keep requests waiting.
-  device::SimConfig cfg;
-  cfg.dma_latency_ns = 20'000'000;  // 20 ms per transfer
-  auto driver = device::create_sim_driver(cfg);
+  // A device whose executions do not complete until the test says so, and one worker: the
+  // requests stay where the queue put them however fast or slow the machine is.
+  HeldDriver driver;
   runtime::QueueOptions opts;
-  opts.driver = driver.get();
+  opts.driver = &driver;
+  opts.device = "npu0pe0";
   opts.worker_num = 1;
   opts.input_queue_size = 2;
   auto [submitter, receiver] = runtime::create_queue(kMnist(), opts);
-  std::atomic<int> submitted{0};
+  // Whatever happens below, the device lets its executions finish before the queue is
+  // destroyed (declared after it, so destroyed first), else its destructor would wait forever.
+  struct Releaser {
+    Hold& hold;
+    ~Releaser() { hold.release(); }
+  } releaser{driver.hold};
+  std::mutex mu;
+  std::condition_variable cv;
+  int submitted = 0;
   constexpr int kRequests = 8;
   std::thread producer([&, &s = submitter] {
     for (int i = 0; i < kRequests; ++i) {
       s.submit({digit(i)}, i);
+      std::lock_guard lock(mu);
       ++submitted;
+      cv.notify_all();
     }
   });
-  std::this_thread::sleep_for(30ms);
+  struct Joiner {
+    std::thread& t;
+    Hold& hold;
+    ~Joiner() {
+      hold.release();  // a failed check below must not leave the producer blocked
+      if (t.joinable()) t.join();
+    }
+  } joiner{producer, driver.hold};
   // The session admits worker_num + 2 per device = 3 requests (one executing, one queued on the
   // device, one in host work); two more wait in the input queue: the producer is blocked on
-  // the sixth.
-  CHECK(submitted.load() <= 5);
-  int received = 0;
-  while (received < kRequests) {
-    receiver.recv(10s);
-    ++received;
+  // the sixth. The bounds of these waits only turn a hang into a failure.
+  {
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, 120s, [&] { return submitted >= 5; }));
   }
+  {
+    std::unique_lock lock(driver.hold.mu);
+    REQUIRE(driver.hold.cv.wait_for(lock, 120s, [&] { return driver.hold.submitted >= 2; }));
+  }
+  // Nothing completes until release(), so no sixth submit can have returned, however long this
+  // thread took to get here.
+  {
+    std::lock_guard lock(mu);
+    CHECK(submitted == 5);
+  }
+  driver.hold.release();
+  for (int received = 0; received < kRequests; ++received) CHECK(receiver.recv(120s).value().size() == 1);
   producer.join();
-  CHECK(submitted.load() == kRequests);
+  CHECK(submitted == kRequests);
 }
 
 TEST_CASE("queue: closing the receiver with requests in flight stops the session", "[queue]") {
@@ -115,7 +225,7 @@ TEST_CASE("queue: closing the submitter with requests in flight still delivers t
   int n = 0;
   try {
     for (;;) {
-      receiver.recv(10s);
+      receiver.recv(120s);
       ++n;
     }
   } catch (const Error& e) {
@@ -131,7 +241,7 @@ TEST_CASE("queue: destroying both sides with work in flight neither hangs nor le
   }  // Receiver then Submitter destroyed here
   auto q = runtime::create_queue(kMnist());  // the device was released
   q.first.submit({digit(0)}, 0);
-  CHECK(q.second.recv(10s).value().size() == 1);
+  CHECK(q.second.recv(120s).value().size() == 1);
 }
 
 TEST_CASE("queue: 10,000 requests from 8 threads, nothing lost or duplicated", "[queue][stress]") {
@@ -152,7 +262,7 @@ TEST_CASE("queue: 10,000 requests from 8 threads, nothing lost or duplicated", "
   std::vector<int> count(kThreads * kPer, 0);
   int errors = 0;
   for (int i = 0; i < kThreads * kPer; ++i) {
-    auto r = receiver.recv(60s);
+    auto r = receiver.recv(120s);
     if (r.error) ++errors;
     ++count[static_cast<std::size_t>(std::any_cast<int>(r.context))];
   }
@@ -189,7 +299,7 @@ TEST_CASE("queue trace: both PEs used and host work overlaps device work", "[que
   {
     auto [submitter, receiver] = runtime::create_queue(kMnist(), opts);
     for (int i = 0; i < 24; ++i) submitter.submit({digit(i % 10)}, i);
-    for (int i = 0; i < 24; ++i) CHECK(!receiver.recv(30s).error);
+    for (int i = 0; i < 24; ++i) CHECK(!receiver.recv(120s).error);
   }
   const auto spans = prof->records();
   std::set<int> pes;
@@ -266,7 +376,7 @@ TEST_CASE("queue: device faults come back as per-request errors, one result per 
   std::set<int> seen;
   try {
     for (;;) {
-      auto r = receiver.recv(10s);
+      auto r = receiver.recv(120s);
       seen.insert(std::any_cast<int>(r.context));
       if (r.error) {
         ++failed;

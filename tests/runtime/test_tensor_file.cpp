@@ -12,8 +12,8 @@ using namespace furiosa;
 namespace fs = std::filesystem;
 
 TEST_CASE(".npy files round-trip every dtype", "[runtime][npy]") {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("furiosa-npy-{}", ::getpid());
-  fs::create_directories(dir);
+  const test::TempDir scratch("npy");  // removed even when a check fails
+  const fs::path& dir = scratch.path();
   for (DType d : {DType::Float32, DType::UInt8, DType::Int8, DType::Int32, DType::Int64}) {
     for (const Shape& s : {Shape{2, 3}, Shape{7}, Shape{1, 1, 2, 2}}) {
       Tensor t(d, s);
@@ -31,7 +31,6 @@ TEST_CASE(".npy files round-trip every dtype", "[runtime][npy]") {
   std::ofstream(dir / "bad.npy") << "not numpy";
   CHECK_THROWS_AS(runtime::read_npy(dir / "bad.npy"), Error);
   CHECK_THROWS_AS(runtime::load_tensor_file(dir / "missing.npy"), Error);
-  fs::remove_all(dir);
 }
 
 namespace {

@@ -253,7 +253,7 @@ TEST_CASE("TFLite: batches and queues give the rows of single runs", "[tflite][m
   auto [submitter, receiver] = runtime::create_queue(model, q);
   CHECK(submitter.model().inputs[0].format == "NHWC");
   submitter.submit({x1}, 7);
-  auto result = receiver.recv(std::chrono::seconds(30));
+  auto result = receiver.recv(std::chrono::seconds(120));
   CHECK(std::any_cast<int>(result.context) == 7);
   CHECK(test::max_abs_diff(result.value().at(0), single[1]) == 0);
 }

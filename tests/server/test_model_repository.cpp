@@ -14,13 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("furiosa-repo-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 void link_model(const fs::path& dir, const std::string& relative_shared) {
   fs::create_directories(dir.parent_path());
   fs::create_symlink(furiosa::test::shared_model(relative_shared), dir);
@@ -34,7 +27,8 @@ void write(const fs::path& file, const std::string& text) {
 }  // namespace
 
 TEST_CASE("the model repository serves each model's highest version with its config", "[server]") {
-  const auto repo = fresh_dir("ok");
+  const test::TempDir scratch("repo-ok");  // removed even when a check fails
+  const fs::path& repo = scratch.path();
   link_model(repo / "mnist" / "1" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
   link_model(repo / "mnist" / "10" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
   link_model(repo / "mnist" / "2" / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
@@ -59,13 +53,13 @@ TEST_CASE("the model repository serves each model's highest version with its con
   REQUIRE(models[1].config.dynamic_batching);
   CHECK(models[1].config.dynamic_batching->max_batch_size == 16);
   CHECK(models[1].config.dynamic_batching->max_queue_delay == std::chrono::microseconds(250));
-  fs::remove_all(repo);
 }
 
 TEST_CASE("bad model repositories are refused naming the file", "[server]") {
   CHECK_THROWS_WITH(server::scan_model_repository("/nonexistent/repo"), Catch::Contains("/nonexistent/repo"));
 
-  const auto repo = fresh_dir("bad");
+  const test::TempDir scratch("repo-bad");  // removed even when a check fails
+  const fs::path& repo = scratch.path();
   fs::create_directories(repo / "empty" / "1");
   CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("empty") && Catch::Contains("no VERSION/model"));
   fs::remove_all(repo / "empty");
@@ -96,5 +90,4 @@ TEST_CASE("bad model repositories are refused naming the file", "[server]") {
                     Catch::Contains("config.json") && Catch::Contains("\"batch_size\" must be 1"));
   write(repo / "m" / "config.json", "[1, 2]");
   CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("not a JSON object"));
-  fs::remove_all(repo);
 }

@@ -69,7 +69,8 @@ TEST_CASE("the first 1,000 Fashion-MNIST test images reproduce the recorded int8
 }
 
 TEST_CASE("IDX reader refuses files that are not unsigned-byte IDX", "[datasets]") {
-  const fs::path p = fs::temp_directory_path() / "furiosa-bad.idx";
+  const test::TempDir scratch("idx");  // per test run (not a fixed name), removed even when a check fails
+  const fs::path p = scratch / "bad.idx";
   {
     std::ofstream f(p, std::ios::binary);
     const unsigned char hdr[] = {0, 0, 0x0D, 1, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8};  // float IDX
@@ -80,7 +81,6 @@ TEST_CASE("IDX reader refuses files that are not unsigned-byte IDX", "[datasets]
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::InvalidInput);
-    CHECK_THAT(e.what(), Catch::Contains("furiosa-bad.idx") && Catch::Contains("0x0d"));
+    CHECK_THAT(e.what(), Catch::Contains(p.string()) && Catch::Contains("0x0d"));
   }
-  fs::remove(p);
 }

@@ -40,8 +40,8 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 
 TEST_CASE("furiosa-compile writes a program file that furiosa-run runs like the model", "[tools][program_file]") {
   const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
-  const fs::path tmp = fs::temp_directory_path() / fmt::format("furiosa-compile-test-{}", ::getpid());
-  fs::create_directories(tmp);
+  const test::TempDir scratch("compile-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const fs::path enf = tmp / "mnist.enf";
   const auto c = run_tool(FURIOSA_COMPILE_BINARY,
                           fmt::format("'{}' -o '{}' --target-npu warboy", (dir / "mnist-12-int8.onnx").string(), enf.string()),
@@ -90,5 +90,4 @@ TEST_CASE("furiosa-compile writes a program file that furiosa-run runs like the 
   const auto missing = run_tool(FURIOSA_COMPILE_BINARY, fmt::format("'{}' -o '{}'", (tmp / "none.onnx").string(), enf.string()), tmp);
   CHECK(missing.exit_code == 1);
   CHECK_THAT(missing.err, Catch::StartsWith("error: ModelLoadFailed"));
-  fs::remove_all(tmp);
 }

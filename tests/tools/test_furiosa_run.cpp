@@ -39,20 +39,14 @@ Result furiosa_run(const std::string& args, const fs::path& dir) {
   return r;
 }
 
-fs::path scratch() {
-  static int counter = 0;
-  fs::path d = fs::temp_directory_path() / fmt::format("furiosa-run-test-{}-{}", ::getpid(), counter++);
-  fs::create_directories(d);
-  return d;
-}
-
 std::size_t line_count(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 }  // namespace
 
 TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[tools][model]") {
   const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const auto r = furiosa_run(fmt::format("'{}' --input 'Input3={}' --output-dir '{}' --trace '{}'",
                                          (dir / "mnist-12-int8.onnx").string(),
                                          (dir / "test_data_set_0/input_0.pb").string(),
@@ -71,14 +65,14 @@ TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[too
   std::ifstream f(tmp / "trace.json");
   const auto j = nlohmann::json::parse(f);
   CHECK(j["traceEvents"].size() > 10);
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run takes the compiler's knobs: a uint8 NHWC input, uint8 pixel outputs", "[tools][model][knobs]") {
   // mnist-12-int8 quantizes Input3 with scale 1 and zero point 0, so the uint8 input is the
   // float image's values; NHWC [1, 28, 28, 1] has the same bytes as NCHW [1, 1, 28, 28].
   const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const Tensor x = compiler::load_tensor_pb(dir / "test_data_set_0/input_0.pb");
   Tensor q(DType::UInt8, {1, 28, 28, 1});
   for (std::size_t i = 0; i < 784; ++i) q.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(x.as<float>()[i]);
@@ -98,12 +92,12 @@ TEST_CASE("furiosa-run takes the compiler's knobs: a uint8 NHWC input, uint8 pix
   const auto bad = furiosa_run(fmt::format("'{}' --permute-input Input3=0,3,x", (dir / "mnist-12-int8.onnx").string()), tmp);
   CHECK(bad.exit_code == 1);
   CHECK_THAT(bad.err, Catch::Contains("--permute-input 'Input3=0,3,x': 'x' is not an axis"));
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run runs a uint8 TFLite model with its NHWC input", "[tools][model][tflite]") {
   const auto dir = test::shared_model("furiosa-sdk/MNISTnet_uint8_quant");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const auto r = furiosa_run(fmt::format("'{}' --input 'input={}' --output-dir '{}'",
                                          (dir / "MNISTnet_uint8_quant.tflite").string(),
                                          (dir / "test_data_set_0/input_0.pb").string(), (tmp / "out").string()),
@@ -115,12 +109,12 @@ TEST_CASE("furiosa-run runs a uint8 TFLite model with its NHWC input", "[tools][
   CHECK_THAT(r.out, Catch::Contains("top-5: 1 ("));  // set 0 is the digit 1
   const Tensor out = runtime::read_npy(tmp / "out/MNISTnet_Predictions_Reshape_1.npy");
   CHECK(test::argmax(out) == 1);
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run reports bad input on one line with a non-zero exit code", "[tools][errors]") {
   const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const std::string model = (dir / "mnist-12-int8.onnx").string();
   {
     std::ifstream in(model, std::ios::binary);
@@ -153,22 +147,22 @@ TEST_CASE("furiosa-run reports bad input on one line with a non-zero exit code",
     CHECK(line_count(r.err) == 1);
     CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains(c.expect));
   }
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run with no model runs the default model on the bundled images", "[tools][default]") {
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const auto r = furiosa_run("", tmp);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("(default model)"));
   CHECK_THAT(r.out, Catch::Contains("fashion_0.npy    Ankle boot     Ankle boot     ok"));
   CHECK_THAT(r.out, Catch::Contains("8/8 correct"));
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run --dataset prints the accuracy of the first 1,000 test images", "[tools][default]") {
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const auto r = furiosa_run("--dataset fashion-mnist --limit 1000", tmp);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -177,12 +171,12 @@ TEST_CASE("furiosa-run --dataset prints the accuracy of the first 1,000 test ima
   const auto bad = furiosa_run("--dataset imagenet", tmp);
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.err, Catch::Contains("only fashion-mnist"));
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("FURIOSA_PROFILER_OUTPUT_PATH traces a run with no tracing option", "[tools][trace]") {
   const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const fs::path trace = tmp / "env-trace.json";
   const std::string cmd = fmt::format("FURIOSA_PROFILER_OUTPUT_PATH='{}' '{}' '{}' >/dev/null 2>&1", trace.string(),
                                       FURIOSA_RUN_BINARY, (dir / "mnist-12-int8.onnx").string());
@@ -197,13 +191,13 @@ TEST_CASE("FURIOSA_PROFILER_OUTPUT_PATH traces a run with no tracing option", "[
   CHECK(names.count("Inference") == 1);
   CHECK(names.count("Execution") == 1);
   CHECK(names.count("LowLevelConv2d") == 1);
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run with FURIOSA_PROFILER_OUTPUT_PATH and --trace/--report writes both files",
           "[tools][model][trace]") {
   const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const std::string env = fmt::format("FURIOSA_PROFILER_OUTPUT_PATH='{}' ", (tmp / "env.csv").string());
   const std::string cmd =
       fmt::format("{}'{}' '{}' --input 'Input3={}' --trace '{}' --report external-operators 2>'{}'", env,
@@ -230,12 +224,12 @@ TEST_CASE("furiosa-run with FURIOSA_PROFILER_OUTPUT_PATH and --trace/--report wr
   for (const auto& e : j["traceEvents"]) spans += e["ph"] == "X";
   CHECK(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) == spans + 1);  // + header
   CHECK_THAT(text, Catch::Contains(",Inference,"));
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run --bench prints QPS and latency percentiles and writes JSON", "[tools][bench]") {
   const auto model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   for (const char* mode : {"sync", "async"}) {
     const fs::path json = tmp / fmt::format("{}.json", mode);
     const auto r = furiosa_run(fmt::format("'{}' --bench --mode {} -n 50 --workers 2 --devices npu0pe0,npu0pe1 --json '{}'",
@@ -259,12 +253,12 @@ TEST_CASE("furiosa-run --bench prints QPS and latency percentiles and writes JSO
     CHECK(l["p50"].get<double>() <= l["p99"].get<double>());
     CHECK(l["p99"].get<double>() <= l["max"].get<double>());
   }
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("furiosa-run --sim-mode timing says the outputs are not valid and writes none", "[tools][timing]") {
   const auto dir = test::shared_model("onnx-zoo/mnist-12-int8");
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const auto r = furiosa_run(fmt::format("'{}' --sim-mode timing --sim-pacing off --output-dir '{}'",
                                          (dir / "mnist-12-int8.onnx").string(), (tmp / "out").string()),
                              tmp);
@@ -283,7 +277,8 @@ TEST_CASE("furiosa-run --sim-mode timing says the outputs are not valid and writ
 }
 
 TEST_CASE("furiosa-run picks its backend: --backend, FURIOSA_BACKEND, else sim without a card", "[tools][backend]") {
-  const fs::path tmp = scratch();
+  const test::TempDir scratch("run-test");  // removed even when a check fails
+  const fs::path& tmp = scratch.path();
   const std::string model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx").string();
   // No Warboy card on a test machine: automatic selection says why it took the simulator.
   const auto automatic = furiosa_run(fmt::format("'{}'", model), tmp);
@@ -303,5 +298,4 @@ TEST_CASE("furiosa-run picks its backend: --backend, FURIOSA_BACKEND, else sim w
                            Catch::Contains("--backend sim"));
   // An unknown backend is refused by the option check.
   CHECK(furiosa_run(fmt::format("'{}' --backend tpu", model), tmp).exit_code != 0);
-  fs::remove_all(tmp);
 }

@@ -156,8 +156,8 @@ TEST_CASE("two runs give the same modelled section", "[tools][modelled][determin
 
 TEST_CASE("furiosa-run --bench --json writes the first inference and the same modelled section twice",
           "[tools][modelled][determinism]") {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("furiosa-modelled-{}", ::getpid());
-  fs::create_directories(dir);
+  const test::TempDir scratch("modelled");  // removed even when a check fails
+  const fs::path& dir = scratch.path();
   nlohmann::json runs[2];
   for (int i = 0; i < 2; ++i) {
     const fs::path json = dir / fmt::format("run{}.json", i);
@@ -171,7 +171,6 @@ TEST_CASE("furiosa-run --bench --json writes the first inference and the same mo
     std::ifstream f(json);
     runs[i] = nlohmann::json::parse(f);
   }
-  fs::remove_all(dir);
   for (const auto& j : runs) {
     CHECK(j.at("first_inference_us").get<double>() > 0);
     CHECK(j.at("load_ms").get<double>() > 0);
