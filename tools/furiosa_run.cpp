@@ -88,7 +88,8 @@ Backend make_backend(const Args& a) {
                      : a.sim_warm_up == "always" ? device::SimWarmUp::Always
                                                  : device::SimWarmUp::FastKernels;
     b.sim = device::create_sim_driver(config);
-    fmt::print("backend: sim ({}; {} mode, pacing {})\n", choice.reason, a.sim_mode, a.sim_pacing);
+    fmt::print("backend: sim ({}; {} mode, pacing {}, kernels {})\n", choice.reason, a.sim_mode, a.sim_pacing,
+               device::sim_active_isa());
   } else {
     fmt::print("backend: {} ({})\n", choice.name, choice.reason);
   }

@@ -158,7 +158,7 @@ TEST_CASE("conformance: DRAM round trip and out-of-range DMA", "[device][conform
   }
 }
 
-TEST_CASE("conformance: load, submit, fence with timing and callbacks; faults fail the fence",
+TEST_CASE("conformance: load, submit, fence with timing and callbacks, faults fail the fence",
           "[device][conformance]") {
   FakeTree tree;
   for (const auto& backend : backends_under_test(tree)) {

@@ -111,7 +111,7 @@ TEST_CASE("a PE held by another process is DeviceBusy naming its pid until that 
   }
 }
 
-TEST_CASE("holders publish executions and busy time; furiosactl top and info show them from another process",
+TEST_CASE("holders publish executions and busy time, furiosactl top and info show them from another process",
           "[device][sim][ownership][top]") {
   const furiosa::test::TempDir lock_dir("top-test");  // removed even when a check fails
   const std::string dir = lock_dir.string();

@@ -133,7 +133,7 @@ TEST_CASE("ScopedSpan::end records once and keeps the record readable", "[profil
   CHECK(spans[0].flow_id == 1);
 }
 
-TEST_CASE("pause() drops spans and resume() records again; both are idempotent", "[profiler]") {
+TEST_CASE("pause() drops spans and resume() records again, both are idempotent", "[profiler]") {
   Profiler profiler;
   CHECK(profiler.is_recording());
 
@@ -303,7 +303,7 @@ TEST_CASE("flush() without output_path is a no-op", "[profiler]") {
   CHECK_NOTHROW(profiler.flush());
 }
 
-TEST_CASE("write failures throw naming the path; the destructor only logs", "[profiler]") {
+TEST_CASE("write failures throw naming the path, the destructor only logs", "[profiler]") {
   const std::filesystem::path bad =
       std::filesystem::temp_directory_path() / "furiosa-no-such-dir-4f1c" / "trace.json";
   auto profiler = std::make_unique<Profiler>(ProfilerOptions{bad});

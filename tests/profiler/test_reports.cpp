@@ -108,7 +108,7 @@ TEST_CASE("NPU executions report recomputed from Load, Store and kernel rows",
   }
 }
 
-TEST_CASE("NPU Total, Run and IoWait of hand-made executions; IoWait is signed",
+TEST_CASE("NPU Total, Run and IoWait of hand-made executions, IoWait is signed",
           "[profiler][report]") {
   SECTION("Load, Execution with two kernels, Store") {
     const std::vector<SpanRecord> spans = {

@@ -204,7 +204,7 @@ TEST_CASE("a hang fails its request with DeviceTimeout, resets the device and is
                        Catch::Contains(R"("name":"DeviceReset")"));
 }
 
-TEST_CASE("a lost device fails its requests with DeviceNotFound; the others keep serving",
+TEST_CASE("a lost device fails its requests with DeviceNotFound, the others keep serving",
           "[faults]") {
   device::SimConfig config;
   config.faults = device::parse_sim_faults("lost:after=20");

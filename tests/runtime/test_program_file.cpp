@@ -128,7 +128,7 @@ TEST_CASE("a runner from a program file gives the outputs of a runner from the m
   }
 }
 
-TEST_CASE("a program file's target and batch are checked; without a device spec it opens its own target",
+TEST_CASE("a program file's target and batch are checked, without a device spec it opens its own target",
           "[program_file][errors]") {
   const ScopedEnv no_cache("FURIOSA_COMPILE_CACHE_DIR", "off");
   TempDir dir("enf-target");
@@ -198,7 +198,7 @@ TEST_CASE("a program file's target and batch are checked; without a device spec 
   }
 }
 
-TEST_CASE("compile cache: miss writes one entry, then hit; a corrupt entry is a miss and is rewritten",
+TEST_CASE("compile cache: miss writes one entry, then hit, a corrupt entry is a miss and is rewritten",
           "[program_file][cache]") {
   TempDir dir("compile-cache");
   const fs::path cache = dir.path / "cache";

@@ -75,7 +75,7 @@ struct Recorder {
 
 }  // namespace
 
-TEST_CASE("a full group is handed on at once; the rest waits for the delay", "[server][batcher]") {
+TEST_CASE("a full group is handed on at once, the rest waits for the delay", "[server][batcher]") {
   // The delay is an hour: the first group can only leave because it is full, and the rest stays
   // queued (until close), however slowly the items are added.
   Recorder r;
@@ -141,7 +141,7 @@ TEST_CASE("a request whose deadline passes in the queue is answered DeadlineExce
   CHECK(r.group_sizes() == std::vector<std::size_t>{1});
 }
 
-TEST_CASE("close hands on queued requests without the delay; add after close is refused", "[server][batcher]") {
+TEST_CASE("close hands on queued requests without the delay, add after close is refused", "[server][batcher]") {
   Recorder r;
   // An hour's delay: close() returning at all (it joins the batcher's thread) shows that it did
   // not wait for it; no measured time is needed.
