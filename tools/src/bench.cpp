@@ -29,14 +29,19 @@ using Clock = std::chrono::steady_clock;
 // Decides when to stop and prints progress.
 class Budget {
  public:
-  Budget(const BenchOptions& o) : queries_(o.queries), duration_(o.duration_s), progress_(o.progress) {
+  Budget(const BenchOptions& o)
+      : queries_(o.queries), duration_(o.duration_s), progress_(o.progress),
+        min_queries_(static_cast<std::uint64_t>(std::max(1, o.session.worker_num))) {
     if (queries_ == 0 && duration_ <= 0) queries_ = 100;
     start_ = Clock::now();
   }
-  /// Claims one more query; false once the budget is spent.
+  /// Claims one more query; false once the budget is spent. A duration budget grants at least
+  /// one query per worker whenever they start, so a run on a slow or loaded machine (threads
+  /// starting late, an inference longer than the duration) still measures something.
   bool claim() {
-    if (queries_ > 0) return issued_.fetch_add(1) < queries_;
-    return elapsed() < duration_;
+    const std::uint64_t n = issued_.fetch_add(1);
+    if (queries_ > 0) return n < queries_;
+    return n < min_queries_ || elapsed() < duration_;
   }
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   void tick(std::uint64_t done) {
@@ -57,6 +62,7 @@ class Budget {
   std::uint64_t queries_;
   double duration_;
   bool progress_;
+  std::uint64_t min_queries_;  ///< a duration budget's floor: one query per worker
   Clock::time_point start_;
   std::atomic<std::uint64_t> issued_{0};
   std::mutex mu_;
