@@ -18,6 +18,7 @@
 #include "furiosa/device/backends.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/report.h"
+#include "furiosa/program/placement.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "furiosa/tools/idx.h"
@@ -337,7 +338,7 @@ int run(Args a) {
   for (const auto& d : model.outputs) fmt::print("  {}\n", d.to_string());
   if (a.verbose) {
     fmt::print("partition:\n{}", runner->partition_report().to_string());
-    fmt::print("{}", compiler::summarize_placement(runner->compiled()).to_string());
+    fmt::print("{}", program::summarize_placement(runner->compiled()).to_string());
   }
   const bool timing_only = a.sim_mode == "timing";
   if (!a.dataset.empty() || (default_model && a.inputs.empty() && !timing_only)) {

@@ -112,7 +112,7 @@ double off_by(double value, double reference) { return 100.0 * (value - referenc
 
 /// One configuration of the walk: the compiler's knobs and the session's settings.
 struct StepConfig {
-  compiler::CompilerOptions knobs;
+  program::CompilerOptions knobs;
   std::string device = "npu0pe0-1";
   int workers = 1;
   std::int64_t batch = 1;

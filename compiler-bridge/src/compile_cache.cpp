@@ -13,7 +13,8 @@
 #include "furiosa/compiler/program_file.h"
 #include "furiosa/compiler/tflite_import.h"
 #include "furiosa/core/error.h"
-#include "program_codec.h"
+#include "furiosa/core/file_io.h"
+#include "furiosa/program/program_file.h"
 
 namespace furiosa::compiler {
 
@@ -41,15 +42,13 @@ std::string sha256_hex(std::initializer_list<std::string_view> parts) {
   return hex;
 }
 
-/// The file's bytes, or nullopt when it cannot be read.
+/// The file's bytes, or nullopt when it cannot be read (or is not a regular file).
 std::optional<std::string> read_bytes(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return std::nullopt;
-  return bytes;
+  try {
+    return read_regular_file(path, ErrorCode::IoError, "cache entry");
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -79,7 +78,7 @@ std::optional<std::filesystem::path> compile_cache_dir_from_environment() {
 }
 
 std::string compile_cache_key(std::string_view model_bytes, const CompilerOptions& options) {
-  const std::vector<std::uint8_t> opts = detail::options_to_cbor(options);
+  const std::vector<std::uint8_t> opts = program::options_cbor(options);
   const std::string format = std::to_string(kProgramFormatVersion);
   return sha256_hex({model_bytes, std::string_view(reinterpret_cast<const char*>(opts.data()), opts.size()),
                      compiler_version(), format});
@@ -101,7 +100,7 @@ CachedCompile compile_model_file(const std::filesystem::path& path, const Compil
       ProgramFile cached = load_program(entry);
       // The key already covers both; a mismatch means a hand-placed or colliding file.
       if (cached.compiler_version == compiler_version() &&
-          detail::options_to_cbor(cached.options) == detail::options_to_cbor(options)) {
+          program::options_cbor(cached.options) == program::options_cbor(options)) {
         return {std::move(cached.model), CacheStatus::Hit};
       }
       spdlog::warn("compile cache: {} was written for other options or compiler {}; replacing it", entry.string(),

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/file_io.h"
 #include "furiosa/core/limits.h"
 
 namespace furiosa::compiler {
@@ -327,20 +328,6 @@ Graph graph_from_model(const onnx::ModelProto& model, const std::string& source,
   return graph;
 }
 
-std::string read_file(const std::filesystem::path& path, ErrorCode code, const char* what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(code, fmt::format("{} '{}' does not exist or is not a file", what, path.string()),
-                ErrorSubject::of_file(path.string()));
-  }
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (!f) {
-    throw Error(code, fmt::format("cannot read {} '{}'", what, path.string()), ErrorSubject::of_file(path.string()));
-  }
-  return ss.str();
-}
 
 }  // namespace
 
@@ -360,11 +347,11 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& source, con
 }
 
 Graph import_onnx(const std::filesystem::path& path, const LoadLimits& limits) {
-  return import_onnx_bytes(read_file(path, ErrorCode::ModelLoadFailed, "model file"), path.string(), limits);
+  return import_onnx_bytes(read_regular_file(path, ErrorCode::ModelLoadFailed, "model file"), path.string(), limits);
 }
 
 Tensor load_tensor_pb(const std::filesystem::path& path, std::string* name_out, const LoadLimits& limits) {
-  return load_tensor_pb_bytes(read_file(path, ErrorCode::InvalidInput, "tensor file"), path.string(), name_out,
+  return load_tensor_pb_bytes(read_regular_file(path, ErrorCode::InvalidInput, "tensor file"), path.string(), name_out,
                               limits);
 }
 

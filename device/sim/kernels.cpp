@@ -38,6 +38,7 @@
 
 #include "fast_kernels.h"
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/host/cpu_ops.h"
 
@@ -2121,15 +2122,8 @@ SimIsa parse_sim_isa(std::string_view text) {
   for (SimIsa isa : {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx512VnniVbmi}) {
     if (text == sim_isa_name(isa)) return isa;
   }
-  std::string shown;  // the value with control and non-ASCII bytes escaped, so it stays one line
-  for (const char c : text.substr(0, 64)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '\\') shown += c;
-    else shown += fmt::format("\\x{:02x}", u);
-  }
-  if (text.size() > 64) shown += "...";
-  throw Error(ErrorCode::InvalidArgument,
-              fmt::format("'{}' is not a simulator ISA level (auto, portable, avx512-vnni-vbmi)", shown));
+  throw Error(ErrorCode::InvalidArgument, fmt::format("'{}' is not a simulator ISA level (auto, portable, avx512-vnni-vbmi)",
+                                                     escape_text(text, 64)));
 }
 
 SimIsa sim_isa_from_environment() {

@@ -24,7 +24,7 @@ namespace {
 struct AxisIndexer {
   std::int64_t inner = 1, dim = 1;
   bool per_axis = false;
-  AxisIndexer(const compiler::CpuOp& op, const Shape& shape) {
+  AxisIndexer(const program::CpuOp& op, const Shape& shape) {
     per_axis = op.scales.size() > 1;
     if (!per_axis) return;
     dim = shape[static_cast<std::size_t>(op.axis)];
@@ -39,7 +39,7 @@ struct AxisIndexer {
 // one run of `inner` elements per parameter index for per-axis ones. The arithmetic is the
 // project's one rule (host/quantize.h).
 template <class Q>
-void quantize(const compiler::CpuOp& op, const Shape& shape, const float* x, Q* y) {
+void quantize(const program::CpuOp& op, const Shape& shape, const float* x, Q* y) {
   const AxisIndexer idx(op, shape);
   const std::int64_t n = element_count(shape);
   const std::int64_t block = idx.per_axis ? idx.inner : n;
@@ -52,7 +52,7 @@ void quantize(const compiler::CpuOp& op, const Shape& shape, const float* x, Q* 
 }
 
 template <class Q>
-void dequantize(const compiler::CpuOp& op, const Shape& shape, const Q* x, float* y) {
+void dequantize(const program::CpuOp& op, const Shape& shape, const Q* x, float* y) {
   const AxisIndexer idx(op, shape);
   const std::int64_t n = element_count(shape);
   const std::int64_t block = idx.per_axis ? idx.inner : n;
@@ -64,19 +64,19 @@ void dequantize(const compiler::CpuOp& op, const Shape& shape, const Q* x, float
 
 }  // namespace
 
-void run_host_step(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
-                std::span<const std::byte> in, const compiler::HostSlot& out_slot,
+void run_host_step(const program::CpuOp& op, const program::HostSlot& in_slot,
+                std::span<const std::byte> in, const program::HostSlot& out_slot,
                 std::span<std::byte> out) {
   const Shape& s = in_slot.shape;
   switch (op.kind) {
-    case compiler::CpuOpKind::Quantize: {
+    case program::CpuOpKind::Quantize: {
       const auto* x = reinterpret_cast<const float*>(in.data());
       if (out_slot.dtype == DType::UInt8) quantize(op, s, x, reinterpret_cast<std::uint8_t*>(out.data()));
       else if (out_slot.dtype == DType::Int8) quantize(op, s, x, reinterpret_cast<std::int8_t*>(out.data()));
       else throw Error(ErrorCode::Internal, "Quantize: output must be uint8 or int8");
       return;
     }
-    case compiler::CpuOpKind::Dequantize: {
+    case program::CpuOpKind::Dequantize: {
       auto* y = reinterpret_cast<float*>(out.data());
       switch (in_slot.dtype) {
         case DType::UInt8: dequantize(op, s, reinterpret_cast<const std::uint8_t*>(in.data()), y); return;
@@ -85,7 +85,7 @@ void run_host_step(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
         default: throw Error(ErrorCode::Internal, "Dequantize: input must be uint8, int8 or int32");
       }
     }
-    case compiler::CpuOpKind::Lower:
+    case program::CpuOpKind::Lower:
       if (op.channels_last) {
         if (s.size() != 4 || out_slot.shape != Shape{s[0], s[3], s[1], s[2]}) {
           throw Error(ErrorCode::Internal, "Lower: an NHWC input must be 4-D and the output its NCHW transpose");
@@ -95,10 +95,10 @@ void run_host_step(const compiler::CpuOp& op, const compiler::HostSlot& in_slot,
       }
       host::lower(s, dtype_size(in_slot.dtype), in, out);
       return;
-    case compiler::CpuOpKind::Unlower:
+    case program::CpuOpKind::Unlower:
       host::unlower(s, dtype_size(in_slot.dtype), in, out);
       return;
-    case compiler::CpuOpKind::External:
+    case program::CpuOpKind::External:
       throw Error(ErrorCode::Internal, "external operators run through host::run_cpu_op");
   }
 }

@@ -1,4 +1,4 @@
-// ModelSource (model_source.h): graph, model file through the compile cache, or program file.
+// ModelSource (model_source.h): something compiled, or a program file.
 #include "model_source.h"
 
 #include <fmt/format.h>
@@ -11,7 +11,7 @@ namespace furiosa::runtime::detail {
 namespace {
 
 /// The knobs of `o` as text, for messages ("without_quantize=[input], remove_lower").
-std::string knobs_text(const compiler::CompilerOptions& o) {
+std::string knobs_text(const program::CompilerOptions& o) {
   std::vector<std::string> parts;
   if (!o.without_quantize.empty()) parts.push_back(fmt::format("without_quantize=[{}]", fmt::join(o.without_quantize, ",")));
   if (!o.normalized_pixel_outputs.empty()) {
@@ -23,37 +23,34 @@ std::string knobs_text(const compiler::CompilerOptions& o) {
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
-bool same_knobs(const compiler::CompilerOptions& a, const compiler::CompilerOptions& b) {
+bool same_knobs(const program::CompilerOptions& a, const program::CompilerOptions& b) {
   return a.without_quantize == b.without_quantize && a.normalized_pixel_outputs == b.normalized_pixel_outputs &&
          a.permute_input == b.permute_input && a.remove_lower == b.remove_lower && a.remove_unlower == b.remove_unlower;
 }
 
 }  // namespace
 
-ModelSource::ModelSource(compiler::Graph graph) : source_(std::move(graph)) {}
+ModelSource::ModelSource(CompileFn compile) : source_(std::move(compile)) {}
 
 ModelSource::ModelSource(std::filesystem::path path) {
-  if (compiler::is_program_file(path)) {
+  if (program::is_program_file(path)) {
     program_path_ = path;
-    source_ = compiler::load_program(path);
+    source_ = program::load_program(path);
   } else {
-    source_ = std::move(path);
+    source_ = CompileFn([path = std::move(path)](const program::CompilerOptions& options) {
+      return compile_model_file(path, options);
+    });
   }
 }
 
-const compiler::ProgramFile* ModelSource::program() const noexcept {
-  return std::get_if<compiler::ProgramFile>(&source_);
+const program::ProgramFile* ModelSource::program() const noexcept {
+  return std::get_if<program::ProgramFile>(&source_);
 }
 
-compiler::CachedCompile ModelSource::compile(const compiler::CompilerOptions& options, const std::string& device) {
-  if (auto* graph = std::get_if<compiler::Graph>(&source_)) {
-    return {compiler::compile(std::move(*graph), options), compiler::CacheStatus::Off};
-  }
-  if (auto* path = std::get_if<std::filesystem::path>(&source_)) {
-    return compiler::compile_model_file(*path, options, compiler::compile_cache_dir_from_environment());
-  }
-  auto& file = std::get<compiler::ProgramFile>(source_);
-  const compiler::CompilerOptions& built = file.options;
+CompileResult ModelSource::compile(const program::CompilerOptions& options, const std::string& device) {
+  if (auto* compile = std::get_if<CompileFn>(&source_)) return (*compile)(options);
+  auto& file = std::get<program::ProgramFile>(source_);
+  const program::CompilerOptions& built = file.options;
   const std::string name = program_path_.string();
   const auto incompatible = [&](const std::string& why) {
     return Error(ErrorCode::IncompatibleModel, fmt::format("program file {}: {}", name, why), ErrorSubject::of_file(name));
@@ -61,20 +58,20 @@ compiler::CachedCompile ModelSource::compile(const compiler::CompilerOptions& op
   if (!device.empty() && built.pe_count != options.pe_count) {
     throw incompatible(fmt::format("compiled for {} ({} PE{}) but device {} has {} PE{}: use a device of {} PE{} "
                                    "or recompile with --target-npu {}",
-                                   compiler::target_npu_name(built.pe_count), built.pe_count, built.pe_count == 1 ? "" : "s",
+                                   program::target_npu_name(built.pe_count), built.pe_count, built.pe_count == 1 ? "" : "s",
                                    device, options.pe_count, options.pe_count == 1 ? "" : "s", built.pe_count,
-                                   built.pe_count == 1 ? "" : "s", compiler::target_npu_name(options.pe_count)));
+                                   built.pe_count == 1 ? "" : "s", program::target_npu_name(options.pe_count)));
   }
   if (options.batch_size != 1 && options.batch_size != built.batch_size) {
     throw incompatible(fmt::format("compiled for batch size {}, but batch size {} was requested: recompile with "
                                    "--batch-size {}",
                                    built.batch_size, options.batch_size, options.batch_size));
   }
-  if (!same_knobs(options, compiler::CompilerOptions{}) && !same_knobs(options, built)) {
+  if (!same_knobs(options, program::CompilerOptions{}) && !same_knobs(options, built)) {
     throw incompatible(fmt::format("compiled with compiler options {}, but {} were requested: recompile with them",
                                    knobs_text(built), knobs_text(options)));
   }
-  return {std::move(file.model), compiler::CacheStatus::Off};
+  return {std::move(file.model), "off"};
 }
 
 }  // namespace furiosa::runtime::detail

@@ -12,6 +12,7 @@
 #include <deque>
 #include <mutex>
 
+#include "factories.h"
 #include "session.h"
 
 namespace furiosa::runtime {
@@ -146,9 +147,9 @@ void Receiver::close() {
   box.cv.notify_all();
 }
 
-namespace {
+namespace detail {
 
-std::pair<Submitter, Receiver> queue_from(detail::ModelSource source, const QueueOptions& options) {
+std::pair<Submitter, Receiver> queue_from(ModelSource source, const QueueOptions& options) {
   if (options.input_queue_size < 1 || options.output_queue_size < 1) {
     throw Error(ErrorCode::InvalidArgument, "input_queue_size and output_queue_size must be >= 1");
   }
@@ -162,14 +163,10 @@ std::pair<Submitter, Receiver> queue_from(detail::ModelSource source, const Queu
   return {Submitter(state), Receiver(state)};
 }
 
-}  // namespace
-
-std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOptions& options) {
-  return queue_from(detail::ModelSource(std::move(graph)), options);
-}
+}  // namespace detail
 
 std::pair<Submitter, Receiver> create_queue(const std::filesystem::path& model, const QueueOptions& options) {
-  return queue_from(detail::ModelSource(model), options);
+  return detail::queue_from(detail::ModelSource(model), options);
 }
 
 }  // namespace furiosa::runtime

@@ -14,6 +14,7 @@
 #include <future>
 #include <optional>
 
+#include "factories.h"
 #include "session.h"
 
 namespace furiosa::runtime {
@@ -45,8 +46,8 @@ const Model& Runner::model() const noexcept { return impl_->model; }
 std::string Runner::device_name() const { return impl_->session->device_names(); }
 std::string Runner::backend() const { return impl_->session->backend(); }
 std::vector<DeviceHealth> Runner::device_health() const { return impl_->session->device_health(); }
-const compiler::PartitionReport& Runner::partition_report() const noexcept { return impl_->session->compiled().report; }
-const compiler::CompiledModel& Runner::compiled() const noexcept { return impl_->session->compiled(); }
+const program::PartitionReport& Runner::partition_report() const noexcept { return impl_->session->compiled().report; }
+const program::CompiledModel& Runner::compiled() const noexcept { return impl_->session->compiled(); }
 
 std::vector<Tensor> Runner::run(const std::vector<Tensor>& inputs) {
   impl_->session->validate(inputs);
@@ -107,37 +108,29 @@ std::vector<Tensor> Runner::run_with(const std::vector<std::string>& output_name
   return selected;
 }
 
-namespace {
+namespace detail {
 
-std::unique_ptr<Runner> runner_from(detail::ModelSource source, const RunnerOptions& options) {
+std::unique_ptr<Runner> runner_from(ModelSource source, const RunnerOptions& options) {
   auto impl = std::make_unique<Runner::Impl>();
   impl->session = std::make_unique<detail::Session>(std::move(source), static_cast<const SessionOptions&>(options));
   impl->model = impl->session->model();
   return std::make_unique<Runner>(std::move(impl));
 }
 
-Model describe(detail::ModelSource source, const SessionOptions& options) {
-  compiler::CompilerOptions copts = options.compiler_config;
+Model describe_from(ModelSource source, const SessionOptions& options) {
+  program::CompilerOptions copts = options.compiler_config;
   copts.batch_size = options.batch_size;
-  return detail::model_of(source.compile(copts, /*device=*/"").model);
+  return model_of(source.compile(copts, /*device=*/"").model);
 }
 
-}  // namespace
-
-std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options) {
-  return runner_from(detail::ModelSource(std::move(graph)), options);
-}
+}  // namespace detail
 
 std::unique_ptr<Runner> create_runner(const std::filesystem::path& path, const RunnerOptions& options) {
-  return runner_from(detail::ModelSource(path), options);
-}
-
-Model describe_model(compiler::Graph graph, const SessionOptions& options) {
-  return describe(detail::ModelSource(std::move(graph)), options);
+  return detail::runner_from(detail::ModelSource(path), options);
 }
 
 Model describe_model(const std::filesystem::path& path, const SessionOptions& options) {
-  return describe(detail::ModelSource(path), options);
+  return detail::describe_from(detail::ModelSource(path), options);
 }
 
 }  // namespace furiosa::runtime

@@ -44,10 +44,10 @@ std::string format_of(const Shape& s) {
 
 }  // namespace
 
-Model model_of(const compiler::CompiledModel& compiled) {
+Model model_of(const program::CompiledModel& compiled) {
   // Formats: the axis naming the compiler recorded for the slot (e.g. "NHWC" for TFLite
   // images), else the rank-based default.
-  const auto desc = [](const compiler::HostSlot& slot) {
+  const auto desc = [](const program::HostSlot& slot) {
     return TensorDesc{slot.name, slot.dtype, slot.shape,
                       slot.format.empty() ? format_of(slot.shape) : slot.format};
   };
@@ -86,7 +86,7 @@ struct Session::Buffers {
   std::vector<std::vector<std::byte>> raw;
   std::vector<const Tensor*> ref;
 
-  std::span<std::byte> writable(const compiler::CompiledModel& cm, int s) {
+  std::span<std::byte> writable(const program::CompiledModel& cm, int s) {
     const auto& slot = cm.slots[static_cast<std::size_t>(s)];
     const auto i = static_cast<std::size_t>(s);
     if (slot.layout == isa::Layout::Linear) {
@@ -144,21 +144,21 @@ Session::Session(ModelSource source, const SessionConfig& config) {
   {
     const std::shared_ptr<profiler::Profiler> compile_profiler = profiler_ ? profiler_ : profiler::active_profiler();
     profiler::ScopedSpan compile_span(compile_profiler.get(), "Compile", {});
-    compiler::CompilerOptions copts = config.compiler_config;
+    program::CompilerOptions copts = config.compiler_config;
     copts.pe_count = files.front().pe_count();
     copts.batch_size = config.batch_size;
     const bool from_program_file = source.program() != nullptr;
-    compiler::CachedCompile result = source.compile(copts, files.front().name());
+    CompileResult result = source.compile(copts, files.front().name());
     compiled_ = std::move(result.model);
     // cache: hit | miss | off; a program file is loaded, not compiled.
-    compile_span.record().attributes = {{"cache", std::string(compiler::cache_status_name(result.cache))}};
+    compile_span.record().attributes = {{"cache", result.cache}};
     if (from_program_file) compile_span.record().attributes.emplace_back("program", "loaded from a program file");
   }
   model_ = model_of(compiled_);
   host_operator_index_.reserve(compiled_.steps.size());
   std::int32_t host_ops = 0;
-  for (const compiler::Step& step : compiled_.steps) {
-    host_operator_index_.push_back(step.kind == compiler::Step::Kind::Cpu ? host_ops++ : -1);
+  for (const program::Step& step : compiled_.steps) {
+    host_operator_index_.push_back(step.kind == program::Step::Kind::Cpu ? host_ops++ : -1);
   }
   for (const auto& file : files) {
     auto slot = std::make_unique<DeviceSlot>();
@@ -337,8 +337,8 @@ void Session::host_stage(std::shared_ptr<Request> req) {
     }
     const profiler::SpanContext ctx = req->traced ? req->context() : profiler::SpanContext{};
     while (req->next_step < compiled_.steps.size()) {
-      const compiler::Step& step = compiled_.steps[req->next_step];
-      if (step.kind == compiler::Step::Kind::Npu) {
+      const program::Step& step = compiled_.steps[req->next_step];
+      if (step.kind == program::Step::Kind::Npu) {
         // From here the fence owns the continuation: `req` must not be touched after this call.
         submit_npu(req, step.npu);
         return;
@@ -664,11 +664,11 @@ void Session::record_npu_spans(profiler::Profiler& prof, const DeviceSlot& dev, 
   }
 }
 
-void Session::run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, profiler::Profiler* prof,
+void Session::run_cpu(std::size_t step, const program::CpuOp& op, Buffers& b, profiler::Profiler* prof,
                       const profiler::SpanContext& ctx) {
   profiler::ScopedSpan span(ctx.valid() ? prof : nullptr,
-                            op.kind == compiler::CpuOpKind::External ? std::string_view(op.node->op_type)
-                                                                     : compiler::cpu_op_name(op.kind),
+                            op.kind == program::CpuOpKind::External ? std::string_view(op.node->op_type)
+                                                                     : program::cpu_op_name(op.kind),
                             ctx);
   span.record().operator_index = host_operator_index_[step];
   // Host operator time for serving metrics (Submitter::host_operator_ns), traced or not.
@@ -681,7 +681,7 @@ void Session::run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, p
                       std::memory_order_relaxed);
     }
   } timer{host_operator_ns_};
-  if (op.kind != compiler::CpuOpKind::External) {
+  if (op.kind != program::CpuOpKind::External) {
     const int in = op.inputs.at(0), out = op.outputs.at(0);
     run_host_step(op, compiled_.slots[static_cast<std::size_t>(in)], b.readable(in),
                compiled_.slots[static_cast<std::size_t>(out)], b.writable(compiled_, out));

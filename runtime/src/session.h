@@ -25,7 +25,7 @@ using SessionConfig = SessionOptions;
 
 
 /// The model description (inputs, outputs, formats) of a compiled model.
-Model model_of(const compiler::CompiledModel& compiled);
+Model model_of(const program::CompiledModel& compiled);
 
 /// Called exactly once per request, on a worker thread: outputs on success, else the error.
 using Completion = std::function<void(std::vector<Tensor> outputs, std::exception_ptr error)>;
@@ -53,7 +53,7 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   const Model& model() const noexcept { return model_; }
-  const compiler::CompiledModel& compiled() const noexcept { return compiled_; }
+  const program::CompiledModel& compiled() const noexcept { return compiled_; }
   /// Device files held, comma separated ("npu0pe0,npu0pe1").
   std::string device_names() const;
   /// The backend and why it was chosen ("sim (no Warboy card found by pcie)").
@@ -106,14 +106,14 @@ class Session {
   void submit_npu(const std::shared_ptr<Request>& req, int index);
   /// Runs host operator `op` (step `step` of compiled_.steps) under a span named after it whose
   /// operator_index is host_operator_index_[step].
-  void run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, profiler::Profiler* prof,
+  void run_cpu(std::size_t step, const program::CpuOp& op, Buffers& b, profiler::Profiler* prof,
                const profiler::SpanContext& ctx);
   /// Records the device spans of one execution (Load, Execution, kernels, Store, backend spans)
   /// into `prof` under `parent`.
   void record_npu_spans(profiler::Profiler& prof, const DeviceSlot& dev, const device::ExecutionTiming& t,
                         const profiler::SpanContext& parent, std::uint64_t flow_id);
 
-  compiler::CompiledModel compiled_;
+  program::CompiledModel compiled_;
   /// Per step of compiled_.steps: for a host step, its position among the model's host
   /// operators in execution order (0..N-1: Quantize, Lower, fallback operators, Unlower,
   /// Dequantize, as FuriosaAI's profiler numbers them in operator_index); -1 for an NPU step.

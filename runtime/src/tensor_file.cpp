@@ -7,8 +7,9 @@
 #include <fstream>
 #include <charconv>
 
-#include "furiosa/compiler/onnx_import.h"
 #include "furiosa/core/error.h"
+#include "furiosa/core/file_io.h"
+#include "model_source.h"
 
 namespace furiosa::runtime {
 namespace {
@@ -122,14 +123,7 @@ Tensor read_npy_bytes(std::string_view data, const std::string& source, const Lo
 }
 
 Tensor read_npy(const std::filesystem::path& path, const LoadLimits& limits) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorCode::InvalidInput, fmt::format("input file '{}' does not exist", path.string()),
-                ErrorSubject::of_file(path.string()));
-  }
-  std::ifstream f(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return read_npy_bytes(data, path.string(), limits);
+  return read_npy_bytes(read_regular_file(path, ErrorCode::InvalidInput, "input file"), path.string(), limits);
 }
 
 void write_npy(const std::filesystem::path& path, const Tensor& tensor) {
@@ -158,7 +152,7 @@ void write_npy(const std::filesystem::path& path, const Tensor& tensor) {
 
 Tensor load_tensor_file(const std::filesystem::path& path, const LoadLimits& limits) {
   if (path.extension() == ".npy") return read_npy(path, limits);
-  if (path.extension() == ".pb") return compiler::load_tensor_pb(path, nullptr, limits);
+  if (path.extension() == ".pb") return detail::load_tensor_proto_file(path, limits);
   throw Error(ErrorCode::InvalidInput,
               fmt::format("input file '{}': unknown extension (expected .npy or .pb)", path.string()));
 }

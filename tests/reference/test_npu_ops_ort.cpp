@@ -10,6 +10,7 @@
 #include <cmath>
 #include <set>
 
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "ort_reference.h"
 #include "test_support.h"

@@ -26,6 +26,7 @@
 #include <random>
 
 #include "furiosa/host/cpu_ops.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "ort_reference.h"
 #include "test_support.h"

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "furiosa/postprocess/ssd.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "ort_reference.h"
 #include "test_support.h"

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "furiosa/postprocess/yolo.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "ort_reference.h"
 #include "test_support.h"

@@ -8,6 +8,8 @@
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/host/layout.h"
 #include "furiosa/host/quantize.h"
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 

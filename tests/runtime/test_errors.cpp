@@ -1,4 +1,6 @@
 // Bad input through the API: clear errors naming the tensor, nothing submitted.
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 

@@ -14,6 +14,7 @@
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/device/sim.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 

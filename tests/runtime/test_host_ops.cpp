@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "furiosa/host/quantize.h"
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "graph_builder.h"
 #include "test_support.h"

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"

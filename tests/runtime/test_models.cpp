@@ -9,6 +9,7 @@
 #include <set>
 
 #include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 

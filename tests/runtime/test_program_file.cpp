@@ -13,6 +13,8 @@
 #include "furiosa/compiler/program_file.h"
 #include "furiosa/compiler/tflite_import.h"
 #include "furiosa/runtime/queue.h"
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 

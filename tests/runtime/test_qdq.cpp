@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "furiosa/compiler/onnx_import.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"

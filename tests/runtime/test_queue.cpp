@@ -11,6 +11,7 @@
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/device/sim.h"
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/queue.h"
 #include "test_support.h"
 

@@ -8,6 +8,8 @@
 #include <random>
 
 #include "furiosa/host/cpu_ops.h"
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "graph_builder.h"
 #include "test_support.h"

@@ -30,6 +30,8 @@
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/compiler/tflite_import.h"
 #include "furiosa/runtime/queue.h"
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 #include "tflite_subset_generated.h"

@@ -44,6 +44,7 @@
 #include <set>
 #include <string>
 
+#include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"

@@ -14,6 +14,8 @@
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/queue.h"
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 

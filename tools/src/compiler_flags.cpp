@@ -27,12 +27,12 @@ void add_compiler_flags(CLI::App& app, CompilerFlags& flags) {
       ->check(CLI::IsMember({"warboy", "warboy-2pe"}));
 }
 
-void apply_compiler_flags(const CompilerFlags& flags, compiler::CompilerOptions& options) {
+void apply_compiler_flags(const CompilerFlags& flags, program::CompilerOptions& options) {
   options.without_quantize = flags.without_quantize;
   options.normalized_pixel_outputs = flags.normalized_pixel_outputs;
   options.remove_lower = flags.remove_lower;
   options.remove_unlower = flags.remove_unlower;
-  if (!flags.target_npu.empty()) options.pe_count = compiler::parse_target_npu(flags.target_npu);
+  if (!flags.target_npu.empty()) options.pe_count = program::parse_target_npu(flags.target_npu);
   for (const std::string& spec : flags.permute_input) {
     const auto eq = spec.find('=');
     auto bad = [&](std::string_view why) {

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "furiosa/compiler/compiler.h"
+#include "furiosa/program/compiler_options.h"
 
 namespace furiosa::tools {
 
@@ -26,6 +26,6 @@ void add_compiler_flags(CLI::App& app, CompilerFlags& flags);
 
 /// Applies the parsed flags to `options` (batch size untouched). Throws Error(InvalidArgument)
 /// naming the flag and value for a malformed --permute-input or an unknown --target-npu.
-void apply_compiler_flags(const CompilerFlags& flags, compiler::CompilerOptions& options);
+void apply_compiler_flags(const CompilerFlags& flags, program::CompilerOptions& options);
 
 }  // namespace furiosa::tools

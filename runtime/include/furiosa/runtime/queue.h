@@ -91,7 +91,5 @@ class Receiver {
 /// exactly as create_runner does with the same path (compile cache, program-file checks). Throws
 /// like create_runner.
 std::pair<Submitter, Receiver> create_queue(const std::filesystem::path& model, const QueueOptions& options = {});
-/// Same, from an imported graph.
-std::pair<Submitter, Receiver> create_queue(compiler::Graph graph, const QueueOptions& options = {});
 
 }  // namespace furiosa::runtime

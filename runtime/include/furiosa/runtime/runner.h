@@ -1,4 +1,7 @@
-// The public C++ API: compile a model for a device and run it synchronously.
+// The public C++ API: load a model for a device and run it. This header names no compiler type:
+// a program file (.enf) runs with the programs-only target furiosa::runtime_core; ONNX and TFLite
+// paths need the default target furiosa::runtime, which brings the compiler in (and
+// furiosa/runtime/from_graph.h for graphs imported by the caller).
 #pragma once
 
 #include <chrono>
@@ -11,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "furiosa/compiler/compiler.h"
-#include "furiosa/compiler/graph.h"
 #include "furiosa/device/driver.h"
 #include "furiosa/core/error.h"
 #include "furiosa/core/tensor.h"
 #include "furiosa/profiler/profiler.h"
+#include "furiosa/program/compiled_model.h"
+#include "furiosa/program/compiler_options.h"
 
 namespace furiosa::runtime {
 
@@ -59,7 +62,7 @@ struct SessionOptions {
   /// `batch_size`); a model whose dim 0 is fixed accepts only its own batch. >= 1.
   std::int64_t batch_size = 1;
   /// Compiler options. batch_size and pe_count are set from the fields above and the device.
-  compiler::CompilerOptions compiler_config;
+  program::CompilerOptions compiler_config;
   /// Where spans go: every inference of the session records into it. Null (the default) means
   /// the profiler active when each inference starts: the innermost open
   /// profiler::ProfileScope (the SDK's `with profile(...)`), else the
@@ -119,9 +122,9 @@ class Runner {
   /// The backend and why it was chosen, e.g. "sim (no Warboy card found by pcie)".
   std::string backend() const;
   /// Where each node of the model runs, and why.
-  const compiler::PartitionReport& partition_report() const noexcept;
+  const program::PartitionReport& partition_report() const noexcept;
   /// The compiled model (program, CPU ops).
-  const compiler::CompiledModel& compiled() const noexcept;
+  const program::CompiledModel& compiled() const noexcept;
 
   /// Per device of the session, in device-list order. Thread-safe.
   std::vector<DeviceHealth> device_health() const;
@@ -153,7 +156,7 @@ class Runner {
 /// before with the same options is loaded, not compiled; the trace's Compile span says
 /// `cache: hit|miss|off`.
 ///
-/// A program file (compiler/program_file.h: extension .enf or its magic; `furiosa-compile`) is
+/// A program file (program/program_file.h: extension .enf or its magic; `furiosa-compile`) is
 /// loaded instead of compiled. Its target must match the device: a device whose PE count differs
 /// from the file's is Error(IncompatibleModel) naming both (with no device spec given anywhere, a
 /// device of the file's target is opened). Its batch size applies: options.batch_size must be 1
@@ -161,13 +164,14 @@ class Runner {
 /// options.compiler_config must be all default or equal to the file's. A corrupted, truncated or
 /// other-version file is Error(ModelLoadFailed) naming the file and the problem.
 ///
+/// With the programs-only target (furiosa::runtime_core) any path that is not a program file is
+/// Error(ModelLoadFailed) naming it and saying so.
+///
 /// Throws Error(ModelLoadFailed), Error(UnsupportedOperator), Error(IncompatibleModel),
 /// Error(DeviceNotFound), Error(DeviceBusy).
 std::unique_ptr<Runner> create_runner(const std::filesystem::path& path,
                                       const RunnerOptions& options = {});
 
-/// Same, from an already imported graph (e.g. one whose inputs were bound as constants).
-std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions& options = {});
 
 /// The inputs and outputs (names, dtypes, shapes at options.batch_size, formats) the model at
 /// `path` has when run with `options`, found by importing and compiling it (through the compile
@@ -176,7 +180,5 @@ std::unique_ptr<Runner> create_runner(compiler::Graph graph, const RunnerOptions
 /// Equal to create_runner(path, options)->model(). Throws Error(ModelLoadFailed),
 /// Error(UnsupportedOperator), Error(IncompatibleModel) like create_runner.
 Model describe_model(const std::filesystem::path& path, const SessionOptions& options = {});
-/// Same, from an already imported graph.
-Model describe_model(compiler::Graph graph, const SessionOptions& options = {});
 
 }  // namespace furiosa::runtime

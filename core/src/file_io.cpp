@@ -1,0 +1,106 @@
+// read_regular_file and read_file_prefix (file_io.h).
+#include "furiosa/core/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "furiosa/core/text.h"
+
+namespace furiosa {
+namespace {
+
+/// An open file descriptor, closed on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+/// O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
+int open_nonblocking(const std::filesystem::path& path) noexcept {
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+}
+
+std::string_view kind_of(mode_t mode) noexcept {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+}  // namespace
+
+std::string read_regular_file(const std::filesystem::path& path, ErrorCode code, std::string_view what) {
+  const std::string shown = escape_text(path.string());
+  const auto fail = [&](const std::string& message) {
+    return Error(code, message, ErrorSubject::of_file(path.string()));
+  };
+  const Fd fd(open_nonblocking(path));
+  if (fd.get() < 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) throw fail(fmt::format("{} '{}' does not exist", what, shown));
+    throw fail(fmt::format("cannot read {} '{}': {}", what, shown, std::strerror(err)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    throw fail(fmt::format("cannot read {} '{}': {}", what, shown, std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw fail(fmt::format("{} '{}' is not a regular file ({})", what, shown, kind_of(st.st_mode)));
+  }
+  std::string bytes;
+  bytes.reserve(static_cast<std::size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw fail(fmt::format("cannot read {} '{}': {}", what, shown, std::strerror(errno)));
+    }
+    bytes.append(buffer, static_cast<std::size_t>(n));
+  }
+  return bytes;
+}
+
+std::string read_file_prefix(const std::filesystem::path& path, std::size_t count) noexcept {
+  try {
+    const Fd fd(open_nonblocking(path));
+    struct stat st {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+    std::string head(count, '\0');
+    std::size_t got = 0;
+    while (got < count) {
+      const ssize_t n = ::read(fd.get(), head.data() + got, count - got);
+      if (n == 0) break;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return {};
+      }
+      got += static_cast<std::size_t>(n);
+    }
+    head.resize(got);
+    return head;
+  } catch (...) {
+    return {};
+  }
+}
+
+}  // namespace furiosa
