@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "furiosa/core/error.h"
 
@@ -120,6 +121,117 @@ std::uint64_t kernel_macs(const Kernel& kernel) {
     case KernelKind::Sub: return 0;
   }
   return 0;
+}
+
+KernelArity kernel_arity(KernelKind kind) noexcept {
+  switch (kind) {
+    case KernelKind::Add:
+    case KernelKind::Mul:
+    case KernelKind::Sub: return {2, 2, 1, 1};
+    case KernelKind::Concat: return {1, 0, 1, 1};
+    case KernelKind::Split: return {1, 1, 1, 0};
+    default: return {1, 1, 1, 1};
+  }
+}
+
+std::size_t kernel_params_index(KernelKind kind) noexcept {
+  using K = KernelKind;
+  switch (kind) {
+    case K::Conv2d:
+    case K::DepthwiseConv2d: return 0;
+    case K::MaxPool: return 1;
+    case K::MatMul: return 2;
+    case K::Add: return 3;
+    case K::Reshape: return 4;
+    case K::Requantize: return 5;
+    case K::Concat: return 6;
+    case K::Transpose: return 7;
+    case K::Split: return 8;
+    case K::GlobalAveragePool: return 9;
+    case K::Resize: return 10;
+    case K::Slice: return 11;
+    case K::Pad: return 12;
+    case K::Mul: return 13;
+    case K::Sub: return 14;
+  }
+  return std::variant_npos;
+}
+
+namespace {
+
+/// Bytes of `ref` in its layout, or nullopt when a dim is negative or the size overflows 64 bits.
+std::optional<std::uint64_t> checked_size(const TensorRef& ref) {
+  std::uint64_t n = dtype_size(ref.dtype);
+  for (std::size_t i = 0; i < ref.shape.size(); ++i) {
+    const std::int64_t d = ref.shape[i];
+    if (d < 0) return std::nullopt;
+    const bool padded_row = ref.layout == Layout::LoweredNCHW && i == 3;
+    const auto dim = static_cast<std::uint64_t>(padded_row ? padded_width(d) : d);
+    if (__builtin_mul_overflow(n, dim, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+/// "" when `ref` lies inside a region of `dram` bytes, else "<where>: <problem>".
+std::string check_ref(const TensorRef& ref, std::uint64_t dram, const std::string& where) {
+  if (ref.layout == Layout::LoweredNCHW && ref.shape.size() != 4) return where + ": a lowered_nchw tensor must be 4-D";
+  const std::optional<std::uint64_t> size = checked_size(ref);
+  if (!size) return where + ": its shape " + shape_to_string(ref.shape) + " has a negative dim or too many bytes";
+  if (ref.address > dram || *size > dram - ref.address) {
+    return fmt::format("{}: bytes [{}, {}) lie outside the program's DRAM region of {} bytes", where, ref.address,
+                       ref.address + *size, dram);
+  }
+  return {};
+}
+
+std::string check_refs(const std::vector<TensorRef>& refs, std::uint64_t dram, const std::string& where) {
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    if (std::string p = check_ref(refs[i], dram, fmt::format("{}[{}]", where, i)); !p.empty()) return p;
+  }
+  return {};
+}
+
+std::string check_count(std::size_t n, std::size_t lo, std::size_t hi, const std::string& where) {
+  if (n >= lo && (hi == 0 || n <= hi)) return {};
+  return hi == lo ? fmt::format("{}: expected {} tensor(s), got {}", where, lo, n)
+                  : fmt::format("{}: expected {} or more tensor(s), got {}", where, lo, n);
+}
+
+std::string check_kernel(const Kernel& k, std::uint64_t dram, const std::string& where) {
+  const KernelArity a = kernel_arity(k.kind);
+  for (std::string p : {check_count(k.inputs.size(), a.in_min, a.in_max, where + ".inputs"),
+                        check_count(k.outputs.size(), a.out_min, a.out_max, where + ".outputs"),
+                        check_refs(k.inputs, dram, where + ".inputs"), check_refs(k.outputs, dram, where + ".outputs")}) {
+    if (!p.empty()) return p;
+  }
+  if (k.params.index() != kernel_params_index(k.kind)) {
+    return fmt::format("{}.params: not the parameters of a {}", where, kernel_name(k.kind));
+  }
+  std::string p;
+  if (const auto* c = std::get_if<Conv2dParams>(&k.params)) {
+    p = check_ref(c->weight, dram, where + ".params.weight");
+    if (p.empty() && c->bias) p = check_ref(*c->bias, dram, where + ".params.bias");
+  } else if (const auto* m = std::get_if<MatMulParams>(&k.params)) {
+    p = check_ref(m->b, dram, where + ".params.b");
+    if (p.empty() && m->bias) p = check_ref(*m->bias, dram, where + ".params.bias");
+  } else if (const auto* t = std::get_if<TransposeParams>(&k.params); t && t->perm.size() != k.inputs[0].shape.size()) {
+    p = fmt::format("{}.params.perm: expected {} axes, got {}", where, k.inputs[0].shape.size(), t->perm.size());
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string verify(const Program& program) {
+  const std::uint64_t dram = program.dram_bytes;
+  if (program.constants.size() > dram) {
+    return fmt::format("constants: {} bytes do not fit the DRAM region of {} bytes", program.constants.size(), dram);
+  }
+  for (std::size_t i = 0; i < program.kernels.size(); ++i) {
+    if (std::string p = check_kernel(program.kernels[i], dram, fmt::format("kernels[{}]", i)); !p.empty()) return p;
+  }
+  if (std::string p = check_refs(program.inputs, dram, "inputs"); !p.empty()) return p;
+  return check_refs(program.outputs, dram, "outputs");
 }
 
 }  // namespace furiosa::isa

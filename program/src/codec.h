@@ -32,9 +32,6 @@ json encode_options(const CompilerOptions& options);
 CompiledModel decode_model(const json& body, const std::string& source);
 CompilerOptions decode_options(const json& options, const std::string& source);
 
-/// Index of the isa::Kernel::params alternative that kernels of `kind` carry.
-std::size_t params_index(isa::KernelKind kind);
-
 /// Appends `v` as `bytes` little-endian bytes; reads them back from `in` at `offset`.
 void put_le(std::string& out, std::uint64_t v, int bytes);
 std::uint64_t get_le(std::string_view in, std::size_t offset, int bytes);

@@ -27,6 +27,8 @@ class In {
   In(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
 
   [[noreturn]] void fail(std::string_view what) const { throw Invalid{fmt::format("{}: {}", path_, what)}; }
+  /// Fails with `problem` = "<relative path>: <what>" below this node.
+  [[noreturn]] void fail_at(std::string_view problem) const { throw Invalid{fmt::format("{}.{}", path_, problem)}; }
   const std::string& path() const noexcept { return path_; }
 
   In operator[](const char* key) const {
@@ -169,30 +171,25 @@ Tensor tensor_of(const In& in) {
   return Tensor(dtype, std::move(shape), bytes_from(data));
 }
 
-/// Reads a TensorRef and checks it lies inside a DRAM region of `dram_bytes`.
-isa::TensorRef ref_of(const In& in, std::uint64_t dram_bytes) {
+/// Reads a TensorRef (its bounds are checked by isa::verify, program_of).
+isa::TensorRef ref_of(const In& in) {
   isa::TensorRef r;
   r.address = in["address"].u64();
   r.dtype = dtype_of(in["dtype"]);
   r.shape = shape_of(in["shape"]);
   r.layout = layout_of(in["layout"]);
   if (r.layout == isa::Layout::LoweredNCHW && r.shape.size() != 4) in.fail("a lowered_nchw tensor must be 4-D");
-  const std::uint64_t size = r.size_bytes();
-  if (r.address > dram_bytes || size > dram_bytes - r.address) {
-    in.fail(fmt::format("bytes [{}, {}) lie outside the program's DRAM region of {} bytes", r.address,
-                        r.address + size, dram_bytes));
-  }
   return r;
 }
 
-std::optional<isa::TensorRef> opt_ref_of(const In& in, std::uint64_t dram_bytes) {
+std::optional<isa::TensorRef> opt_ref_of(const In& in) {
   if (in.is_null()) return std::nullopt;
-  return ref_of(in, dram_bytes);
+  return ref_of(in);
 }
 
-std::vector<isa::TensorRef> refs_of(const In& in, std::uint64_t dram_bytes) {
+std::vector<isa::TensorRef> refs_of(const In& in) {
   std::vector<isa::TensorRef> out;
-  for (const In& e : in.items()) out.push_back(ref_of(e, dram_bytes));
+  for (const In& e : in.items()) out.push_back(ref_of(e));
   return out;
 }
 
@@ -227,14 +224,14 @@ std::optional<isa::FixedPointAdd> fixed_add_of(const In& in) {
                             mult_of(in["y_mult"]), in["out_min"].i32(), in["out_max"].i32()};
 }
 
-decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std::uint64_t dram) {
-  switch (params_index(kind)) {
+decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind) {
+  switch (isa::kernel_params_index(kind)) {
     case 0: {
       isa::Conv2dParams p;
-      p.weight = ref_of(in["weight"], dram);
+      p.weight = ref_of(in["weight"]);
       if (p.weight.shape.size() != 4) in["weight"].fail("expected a 4-D weight");
       const std::int64_t m = p.weight.shape[0];
-      p.bias = opt_ref_of(in["bias"], dram);
+      p.bias = opt_ref_of(in["bias"]);
       p.pads = in["pads"].fixed_i64s<4>();
       p.strides = in["strides"].fixed_i64s<2>();
       p.dilations = in["dilations"].fixed_i64s<2>();
@@ -258,7 +255,7 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std:
     }
     case 2: {
       isa::MatMulParams p;
-      p.b = ref_of(in["b"], dram);
+      p.b = ref_of(in["b"]);
       if (p.b.shape.size() != 2) in["b"].fail("expected a 2-D B");
       const std::int64_t n = p.b.shape[1];
       p.a = quant_of(in["a"]);
@@ -267,7 +264,7 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std:
       p.b_zero_point = in["b_zero_point"].i32s();
       check_count(in["b_zero_point"], p.b_zero_point.size(), n);
       p.y = quant_of(in["y"]);
-      p.bias = opt_ref_of(in["bias"], dram);
+      p.bias = opt_ref_of(in["bias"]);
       p.fixed_point = fixed_of(in["fixed_point"], n);
       return p;
     }
@@ -330,22 +327,6 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind, std:
   in.fail("unknown kernel kind");
 }
 
-/// Inputs and outputs each kernel kind reads and writes ({min, max}; max 0 = any number >= min).
-struct Arity {
-  std::size_t in_min, in_max, out_min, out_max;
-};
-Arity arity_of(isa::KernelKind kind) {
-  using K = isa::KernelKind;
-  switch (kind) {
-    case K::Add:
-    case K::Mul:
-    case K::Sub: return {2, 2, 1, 1};
-    case K::Concat: return {1, 0, 1, 1};
-    case K::Split: return {1, 1, 1, 0};
-    default: return {1, 1, 1, 1};
-  }
-}
-
 void check_arity(const In& in, std::size_t n, std::size_t lo, std::size_t hi) {
   if (n < lo || (hi != 0 && n > hi)) {
     in.fail(hi == lo ? fmt::format("expected {} tensor(s), got {}", lo, n)
@@ -353,17 +334,17 @@ void check_arity(const In& in, std::size_t n, std::size_t lo, std::size_t hi) {
   }
 }
 
-isa::Kernel kernel_of(const In& in, std::uint64_t dram) {
+isa::Kernel kernel_of(const In& in) {
   isa::Kernel k;
   k.kind = enum_of<isa::KernelKind>(in["kind"], isa::kernel_name, 16);
   k.node_name = in["node_name"].str();
   k.operator_index = in["operator_index"].i32(-1);
-  k.inputs = refs_of(in["inputs"], dram);
-  k.outputs = refs_of(in["outputs"], dram);
-  const Arity a = arity_of(k.kind);
+  k.inputs = refs_of(in["inputs"]);
+  k.outputs = refs_of(in["outputs"]);
+  const isa::KernelArity a = isa::kernel_arity(k.kind);
   check_arity(in["inputs"], k.inputs.size(), a.in_min, a.in_max);
   check_arity(in["outputs"], k.outputs.size(), a.out_min, a.out_max);
-  k.params = params_of(in["params"], k.kind, dram);
+  k.params = params_of(in["params"], k.kind);
   if (const auto* t = std::get_if<isa::TransposeParams>(&k.params); t && t->perm.size() != k.inputs[0].shape.size()) {
     in["params"]["perm"].fail(fmt::format("expected {} axes, got {}", k.inputs[0].shape.size(), t->perm.size()));
   }
@@ -375,12 +356,10 @@ std::shared_ptr<const isa::Program> program_of(const In& in) {
   p->name = in["name"].str();
   p->dram_bytes = in["dram_bytes"].u64();
   p->constants = bytes_from(in["constants"].bin());
-  if (p->constants.size() > p->dram_bytes) {
-    in["constants"].fail(fmt::format("{} bytes do not fit the DRAM region of {} bytes", p->constants.size(), p->dram_bytes));
-  }
-  for (const In& k : in["kernels"].items()) p->kernels.push_back(kernel_of(k, p->dram_bytes));
-  p->inputs = refs_of(in["inputs"], p->dram_bytes);
-  p->outputs = refs_of(in["outputs"], p->dram_bytes);
+  for (const In& k : in["kernels"].items()) p->kernels.push_back(kernel_of(k));
+  p->inputs = refs_of(in["inputs"]);
+  p->outputs = refs_of(in["outputs"]);
+  if (const std::string problem = isa::verify(*p); !problem.empty()) in.fail_at(problem);
   return p;
 }
 

@@ -106,7 +106,7 @@ json enc_refs(const std::vector<isa::TensorRef>& refs) {
 }
 
 json enc(const isa::Kernel& k) {
-  if (k.params.index() != params_index(k.kind)) {
+  if (k.params.index() != isa::kernel_params_index(k.kind)) {
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("kernel '{}' ({}) carries the params of another kernel kind", k.node_name,
                             isa::kernel_name(k.kind)));
@@ -190,28 +190,6 @@ json enc_options(const CompilerOptions& o) {
 
 }  // namespace
 
-std::size_t params_index(isa::KernelKind kind) {
-  using K = isa::KernelKind;
-  switch (kind) {
-    case K::Conv2d:
-    case K::DepthwiseConv2d: return 0;
-    case K::MaxPool: return 1;
-    case K::MatMul: return 2;
-    case K::Add: return 3;
-    case K::Reshape: return 4;
-    case K::Requantize: return 5;
-    case K::Concat: return 6;
-    case K::Transpose: return 7;
-    case K::Split: return 8;
-    case K::GlobalAveragePool: return 9;
-    case K::Resize: return 10;
-    case K::Slice: return 11;
-    case K::Pad: return 12;
-    case K::Mul: return 13;
-    case K::Sub: return 14;
-  }
-  return std::variant_npos;
-}
 
 json encode_model(const CompiledModel& model) { return enc_model(model); }
 json encode_options(const CompilerOptions& options) { return enc_options(options); }

@@ -344,4 +344,24 @@ struct Program {
 /// Multiply-accumulates a kernel performs (0 for data movement kernels).
 std::uint64_t kernel_macs(const Kernel& kernel);
 
+/// How many inputs and outputs a kernel kind reads and writes: [in_min, in_max] and
+/// [out_min, out_max], a max of 0 meaning any number >= min (Concat inputs, Split outputs).
+struct KernelArity {
+  std::size_t in_min, in_max, out_min, out_max;
+};
+KernelArity kernel_arity(KernelKind kind) noexcept;
+
+/// Index of the Kernel::params alternative that kernels of `kind` carry.
+std::size_t kernel_params_index(KernelKind kind) noexcept;
+
+/// Checks that `program` runs without touching memory outside its own DRAM region: the
+/// constants fit it; every TensorRef (kernel inputs and outputs, weights and biases, program
+/// inputs and outputs) lies inside [0, dram_bytes) with overflow-checked sizes; lowered tensors
+/// are 4-D; each kernel carries the params of its kind and an operand count its kind allows;
+/// a Transpose's perm has one axis per input dim. Returns the first problem as
+/// "<where>: <what>" (where = "kernels[3].inputs[0]", "constants", ...), or "" when there is
+/// none. The one check every path into a device takes: the program-file loader and every
+/// backend's Device::load() call it (a compiler bug must not become a wild write). Thread-safe.
+std::string verify(const Program& program);
+
 }  // namespace furiosa::isa

@@ -1,0 +1,78 @@
+// isa::verify: the one check between a program and a device (program-file loader, Device::load).
+#include "furiosa/device/isa.h"
+#include "test_support.h"
+
+using namespace furiosa;
+
+namespace {
+
+isa::TensorRef ref(std::uint64_t address, Shape shape, DType dtype = DType::UInt8,
+                   isa::Layout layout = isa::Layout::Linear) {
+  return isa::TensorRef{.address = address, .dtype = dtype, .shape = std::move(shape), .layout = layout};
+}
+
+/// A 1x1 convolution of a [1, 4, 2, 2] uint8 input: weights at 0, bias at 64, activations at 128.
+isa::Program conv_program() {
+  isa::Program p;
+  p.name = "conv";
+  p.dram_bytes = 256;
+  p.constants.resize(96);
+  isa::Conv2dParams c;
+  c.weight = ref(0, {4, 4, 1, 1}, DType::Int8);
+  c.bias = ref(64, {4}, DType::Int32);
+  c.w_scale = {0.5f};
+  c.w_zero_point = {0};
+  isa::Kernel k;
+  k.kind = isa::KernelKind::Conv2d;
+  k.inputs = {ref(128, {1, 4, 2, 2})};
+  k.outputs = {ref(192, {1, 4, 2, 2})};
+  k.params = c;
+  p.kernels = {k};
+  p.inputs = k.inputs;
+  p.outputs = k.outputs;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("isa::verify accepts a program whose every tensor lies in its region", "[isa][verify]") {
+  CHECK(isa::verify(conv_program()).empty());
+}
+
+TEST_CASE("isa::verify names the first tensor or field that breaks the region", "[isa][verify]") {
+  isa::Program p = conv_program();
+  SECTION("an output past the end") {
+    p.kernels[0].outputs[0].address = 250;
+    CHECK(isa::verify(p) == "kernels[0].outputs[0]: bytes [250, 266) lie outside the program's DRAM region of 256 bytes");
+  }
+  SECTION("a weight past the end") {
+    std::get<isa::Conv2dParams>(p.kernels[0].params).weight.address = 255;
+    CHECK(isa::verify(p) ==
+          "kernels[0].params.weight: bytes [255, 271) lie outside the program's DRAM region of 256 bytes");
+  }
+  SECTION("an address that would wrap around") {
+    p.inputs[0].address = ~std::uint64_t{0} - 4;
+    CHECK_THAT(isa::verify(p), Catch::StartsWith("inputs[0]: bytes ["));
+  }
+  SECTION("a shape whose size overflows 64 bits") {
+    p.kernels[0].inputs[0].shape = {std::int64_t{1} << 40, std::int64_t{1} << 40, 1, 1};
+    CHECK(isa::verify(p) == "kernels[0].inputs[0]: its shape [1099511627776, 1099511627776, 1, 1] has a negative dim "
+                            "or too many bytes");
+  }
+  SECTION("constants larger than the region") {
+    p.constants.resize(300);
+    CHECK(isa::verify(p) == "constants: 300 bytes do not fit the DRAM region of 256 bytes");
+  }
+  SECTION("a lowered tensor that is not 4-D") {
+    p.outputs[0] = ref(192, {4, 4}, DType::UInt8, isa::Layout::LoweredNCHW);
+    CHECK(isa::verify(p) == "outputs[0]: a lowered_nchw tensor must be 4-D");
+  }
+  SECTION("the parameters of another kind") {
+    p.kernels[0].params = isa::MaxPoolParams{};
+    CHECK(isa::verify(p) == "kernels[0].params: not the parameters of a LowLevelConv2d");
+  }
+  SECTION("an Add with one input") {
+    p.kernels[0].kind = isa::KernelKind::Add;
+    CHECK(isa::verify(p) == "kernels[0].inputs: expected 2 tensor(s), got 1");
+  }
+}
