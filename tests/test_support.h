@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -37,6 +38,30 @@ inline CommandResult run_command(const std::string& command) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+/// Sets (or, with nullopt, unsets) an environment variable for the scope's lifetime and restores
+/// the old value when destroyed: also when the test fails or throws half-way, so a failing test
+/// never leaks its setting into the next one. Not thread-safe (setenv).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    set(std::move(value));
+  }
+  ~ScopedEnv() { set(old_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+  /// Changes the value again within the scope (the destructor still restores the original).
+  void set(const std::optional<std::string>& value) {
+    if (value) ::setenv(name_, value->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 /// A new, empty directory under the system temp directory (mkdtemp, so never shared with another
 /// test or process), removed with its contents when destroyed: also when the test fails or

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "device_test_util.h"
+#include "test_support.h"
 
 using namespace furiosa;
 using namespace furiosa::device;
@@ -187,7 +188,7 @@ TEST_CASE("Fence: first signal wins, waits time out", "[device][fence]") {
   Fence failed;
   failed.fail(std::make_exception_ptr(Error(ErrorCode::DeviceFault, "first")));
   failed.signal({});
-  CHECK(test::error_of(failed.error()).message() == "first");
+  CHECK(device::test::error_of(failed.error()).message() == "first");
 }
 
 namespace {
@@ -251,19 +252,19 @@ TEST_CASE("Builtin registry has the sim driver", "[device][registry]") {
 }
 
 TEST_CASE("Sim config from the environment", "[device][registry]") {
-  ::setenv("FURIOSA_SIM_CARDS", "3", 1);
-  ::setenv("FURIOSA_SIM_PES_PER_CARD", "4", 1);
+  furiosa::test::ScopedEnv cards("FURIOSA_SIM_CARDS", "3");
+  furiosa::test::ScopedEnv pes("FURIOSA_SIM_PES_PER_CARD", "4");
   SimConfig config = sim_config_from_environment();
   CHECK(config.cards == 3);
   CHECK(config.pes_per_card == 4);
 
-  ::setenv("FURIOSA_SIM_CARDS", "", 1);
-  ::unsetenv("FURIOSA_SIM_PES_PER_CARD");
+  cards.set("");
+  pes.set(std::nullopt);
   config = sim_config_from_environment();
   CHECK(config.cards == SimConfig{}.cards);
   CHECK(config.pes_per_card == SimConfig{}.pes_per_card);
 
-  ::setenv("FURIOSA_SIM_PES_PER_CARD", "two", 1);
+  pes.set("two");
   try {
     sim_config_from_environment();
     FAIL("bad value accepted");
@@ -271,6 +272,4 @@ TEST_CASE("Sim config from the environment", "[device][registry]") {
     CHECK(e.code() == ErrorCode::InvalidArgument);
     CHECK_THAT(e.message(), Catch::Contains("FURIOSA_SIM_PES_PER_CARD"));
   }
-  ::unsetenv("FURIOSA_SIM_CARDS");
-  ::unsetenv("FURIOSA_SIM_PES_PER_CARD");
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "device_test_util.h"
+#include "test_support.h"
 
 using namespace furiosa;
 using namespace furiosa::device;
@@ -83,9 +84,9 @@ TEST_CASE("fault spec parser names the bad item", "[device][sim][faults]") {
 }
 
 TEST_CASE("FURIOSA_SIM_FAULTS configures the built-in simulator", "[device][sim][faults]") {
-  ::setenv("FURIOSA_SIM_FAULTS", "error:every=3", 1);
+  furiosa::test::ScopedEnv faults("FURIOSA_SIM_FAULTS", "error:every=3");
   CHECK(sim_config_from_environment().faults.rules.size() == 1);
-  ::setenv("FURIOSA_SIM_FAULTS", "error:every=3,hang", 1);
+  faults.set("error:every=3,hang");
   try {
     sim_config_from_environment();
     FAIL("accepted a bad FURIOSA_SIM_FAULTS");
@@ -93,7 +94,7 @@ TEST_CASE("FURIOSA_SIM_FAULTS configures the built-in simulator", "[device][sim]
     CHECK(e.code() == ErrorCode::InvalidArgument);
     CHECK_THAT(e.message(), Catch::StartsWith("FURIOSA_SIM_FAULTS: ") && Catch::Contains("item 'hang'"));
   }
-  ::unsetenv("FURIOSA_SIM_FAULTS");
+  faults.set(std::nullopt);
   CHECK(sim_config_from_environment().faults.empty());
 }
 

@@ -9,6 +9,7 @@
 #include "furiosa/device/device_spec.h"
 #include "furiosa/core/error.h"
 #include "furiosa/device/sim.h"
+#include "test_support.h"
 
 using namespace furiosa;
 using namespace furiosa::device;
@@ -209,10 +210,10 @@ TEST_CASE("Device spec: precedence explicit > FURIOSA_DEVICES > NPU_DEVNAME > de
   }
   CHECK(kDefaultDeviceSpec == "warboy(2)*1");
   // The process environment is the default getter.
-  ::setenv("FURIOSA_DEVICES", "npu:0:1", 1);
+  furiosa::test::ScopedEnv devices("FURIOSA_DEVICES", "npu:0:1");
   CHECK(effective_device_spec("") == "npu:0:1");
   CHECK(choose_device_spec("").source == "FURIOSA_DEVICES");
-  ::unsetenv("FURIOSA_DEVICES");
+  devices.set(std::nullopt);
   CHECK(process_env("FURIOSA_DEVICES") == std::nullopt);
 }
 

@@ -16,6 +16,7 @@
 
 #include "furiosa/profiler/profiler.h"
 #include "profiler_test_util.h"
+#include "test_support.h"
 
 using namespace furiosa::profiler;
 using furiosa::profiler::testing::read_json;
@@ -323,10 +324,9 @@ TEST_CASE("write failures throw naming the path, the destructor only logs", "[pr
 // and setting it afterwards has no effect. The set path is tested in profiler_env_tests, which
 // forks a fresh child per case.
 TEST_CASE("process_profiler is null when FURIOSA_PROFILER_OUTPUT_PATH is unset", "[profiler]") {
-  ::unsetenv("FURIOSA_PROFILER_OUTPUT_PATH");
+  test::ScopedEnv output("FURIOSA_PROFILER_OUTPUT_PATH", std::nullopt);
   CHECK(process_profiler() == nullptr);
   TempFile file("late-env");
-  ::setenv("FURIOSA_PROFILER_OUTPUT_PATH", file.path().c_str(), 1);
+  output.set(file.path().string());
   CHECK(process_profiler() == nullptr);  // read once: a later change is ignored
-  ::unsetenv("FURIOSA_PROFILER_OUTPUT_PATH");
 }

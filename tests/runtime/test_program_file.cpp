@@ -23,39 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Sets an environment variable for the scope's lifetime, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-/// A fresh directory under the system temp dir, removed at the end of the scope.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / fmt::format("furiosa-{}-{}-{}", tag, ::getpid(), std::rand());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 runtime::RunnerOptions on(const char* device) {
   runtime::RunnerOptions o;
   o.device = device;
@@ -98,8 +65,8 @@ std::size_t count_files(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("a runner from a program file gives the outputs of a runner from the model, bit for bit", "[program_file][models]") {
-  const ScopedEnv no_cache("FURIOSA_COMPILE_CACHE_DIR", "off");  // compare against a real compile
-  TempDir dir("enf-runtime");
+  const test::ScopedEnv no_cache("FURIOSA_COMPILE_CACHE_DIR", "off");  // compare against a real compile
+  const test::TempDir dir("enf-runtime");
   const char* models[] = {"onnx-zoo/mnist-12-int8/mnist-12-int8.onnx",
                           "onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx",
                           "furiosa-sdk/MNISTnet_uint8_quant/MNISTnet_uint8_quant.tflite"};
@@ -107,7 +74,7 @@ TEST_CASE("a runner from a program file gives the outputs of a runner from the m
     INFO(rel);
     const fs::path model = test::shared_model(rel);
     auto from_model = runtime::create_runner(model, on("npu0pe0"));
-    const fs::path enf = dir.path / (model.stem().string() + ".enf");
+    const fs::path enf = dir / (model.stem().string() + ".enf");
     compiler::CompilerOptions o;
     o.pe_count = 1;
     compiler::save_program(compiler::compile(compiler::import_model(model), o), o, enf);
@@ -132,11 +99,11 @@ TEST_CASE("a runner from a program file gives the outputs of a runner from the m
 
 TEST_CASE("a program file's target and batch are checked, without a device spec it opens its own target",
           "[program_file][errors]") {
-  const ScopedEnv no_cache("FURIOSA_COMPILE_CACHE_DIR", "off");
-  TempDir dir("enf-target");
+  const test::ScopedEnv no_cache("FURIOSA_COMPILE_CACHE_DIR", "off");
+  const test::TempDir dir("enf-target");
   const fs::path model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
   compiler::CompilerOptions fused;  // pe_count 2 = warboy-2pe
-  const fs::path enf = dir.path / "mnist.enf";
+  const fs::path enf = dir / "mnist.enf";
   compiler::save_program(compiler::compile(compiler::import_model(model), fused), fused, enf);
   try {
     (void)runtime::create_runner(enf, on("npu0pe0"));
@@ -166,7 +133,7 @@ TEST_CASE("a program file's target and batch are checked, without a device spec 
     if (set == nullptr && dev == nullptr) {
       compiler::CompilerOptions single;
       single.pe_count = 1;
-      const fs::path enf1 = dir.path / "mnist-warboy.enf";
+      const fs::path enf1 = dir / "mnist-warboy.enf";
       compiler::save_program(compiler::compile(compiler::import_model(model), single), single, enf1);
       runtime::RunnerOptions defaults;
       defaults.worker_num = 1;
@@ -184,7 +151,7 @@ TEST_CASE("a program file's target and batch are checked, without a device spec 
   CHECK(std::any_cast<int>(result.context) == 7);
   CHECK(result.value().at(0).shape() == Shape{1, 10});
   // A damaged file is refused naming it.
-  const fs::path bad = dir.path / "bad.enf";
+  const fs::path bad = dir / "bad.enf";
   {
     std::ifstream in(enf, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -202,9 +169,9 @@ TEST_CASE("a program file's target and batch are checked, without a device spec 
 
 TEST_CASE("compile cache: miss writes one entry, then hit, a corrupt entry is a miss and is rewritten",
           "[program_file][cache]") {
-  TempDir dir("compile-cache");
-  const fs::path cache = dir.path / "cache";
-  const ScopedEnv env("FURIOSA_COMPILE_CACHE_DIR", cache.string());
+  const test::TempDir dir("compile-cache");
+  const fs::path cache = dir / "cache";
+  const test::ScopedEnv env("FURIOSA_COMPILE_CACHE_DIR", cache.string());
   const fs::path model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
   const auto run_once = [&](std::vector<Tensor>* outputs = nullptr) {
     auto o = on("npu0pe0-1");
@@ -250,7 +217,7 @@ TEST_CASE("compile cache: miss writes one entry, then hit, a corrupt entry is a 
   CHECK(compile_cache_attribute(*prof) == "miss");
   CHECK(count_files(cache) == 2);
   {
-    const ScopedEnv off("FURIOSA_COMPILE_CACHE_DIR", "off");
+    const test::ScopedEnv off("FURIOSA_COMPILE_CACHE_DIR", "off");
     CHECK(run_once() == "off");
     CHECK(count_files(cache) == 2);
   }
