@@ -44,8 +44,8 @@ void run_kernel_of(const std::string& name, const isa::Kernel& kernel, std::size
   auto fault = [&](std::string_view detail) {
     return Error(
         ErrorCode::DeviceFault,
-        fmt::format("{}: execution {}: instruction {} ({}, node '{}') failed: {}", name,
-                    execution, index, isa::kernel_name(kernel.kind), kernel.node_name, detail),
+        fmt::format("{}: execution {}: instruction {} ({}, node '{}') failed: {}", name, execution,
+                    index, isa::kernel_name(kernel.kind), kernel.node_name, detail),
         ErrorSubject{name, kernel.node_name, {}, {}});
   };
   try {
@@ -72,8 +72,8 @@ std::int64_t steady_now_ns() {
       .count();
 }
 
-ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file,
-                                  const Task& task, std::int64_t& timeline_ns) {
+ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file, const Task& task,
+                                  std::int64_t& timeline_ns) {
   const ProgramCost& cost = task.program->cost();
   const isa::Program& prog = task.program->program();
   ExecutionTiming t;
@@ -121,46 +121,54 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
   try {
     if (task.fault == SimFaultKind::Lost) throw device_lost_error(name);
     if (task.fault == SimFaultKind::Dma) {
-      throw Error(ErrorCode::DeviceFault,
-                  fmt::format("{}: execution {}: DMA error during Load (injected fault)", name, task.index),
-                  ErrorSubject::of_device(name));
+      throw Error(
+          ErrorCode::DeviceFault,
+          fmt::format("{}: execution {}: DMA error during Load (injected fault)", name, task.index),
+          ErrorSubject::of_device(name));
     }
     if (task.fault == SimFaultKind::Error) {
-      throw Error(ErrorCode::DeviceFault,
-                  fmt::format("{}: execution {}: execution error (injected fault)", name, task.index),
-                  ErrorSubject::of_device(name));
+      throw Error(
+          ErrorCode::DeviceFault,
+          fmt::format("{}: execution {}: execution error (injected fault)", name, task.index),
+          ErrorSubject::of_device(name));
     }
-    for (std::size_t i = 0; i < prog.inputs.size(); ++i) check_dma(name, prog.inputs[i], primary, "input", i, task.index);
-    for (std::size_t i = 0; i < prog.outputs.size(); ++i) check_dma(name, prog.outputs[i], primary, "output", i, task.index);
+    for (std::size_t i = 0; i < prog.inputs.size(); ++i)
+      check_dma(name, prog.inputs[i], primary, "input", i, task.index);
+    for (std::size_t i = 0; i < prog.outputs.size(); ++i)
+      check_dma(name, prog.outputs[i], primary, "output", i, task.index);
     if (config.mode == SimMode::Functional) {
       region_data = task.program->acquire_region();
       const std::span<std::byte> region(region_data, primary.size());
       for (std::size_t i = 0; i < prog.inputs.size(); ++i) {  // Load
         const std::span<const std::byte> src = task.inputs[i];
-        if (!src.empty()) std::memcpy(region.data() + prog.inputs[i].address, src.data(), src.size());
+        if (!src.empty())
+          std::memcpy(region.data() + prog.inputs[i].address, src.data(), src.size());
       }
       for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
         run_kernel_of(name, prog.kernels[k], k, region, task.index, task.program->prepared());
       }
       for (std::size_t i = 0; i < prog.outputs.size(); ++i) {  // Store
         const std::span<std::byte> dst = task.outputs[i];
-        if (!dst.empty()) std::memcpy(dst.data(), region.data() + prog.outputs[i].address, dst.size());
+        if (!dst.empty())
+          std::memcpy(dst.data(), region.data() + prog.outputs[i].address, dst.size());
       }
       host_end_ns = steady_now_ns();
     }
   } catch (const Error&) {
     error = std::current_exception();
   } catch (const std::exception& e) {
-    error = std::make_exception_ptr(
-        Error(ErrorCode::DeviceFault, fmt::format("{}: execution {}: {}", name, task.index, e.what()),
-              ErrorSubject::of_device(name)));
+    error = std::make_exception_ptr(Error(
+        ErrorCode::DeviceFault, fmt::format("{}: execution {}: {}", name, task.index, e.what()),
+        ErrorSubject::of_device(name)));
   }
   if (region_data != nullptr) task.program->release_region(region_data);
   // The simulator's own figures (docs/devices.md): host time spent computing the execution
   // functionally (0 in timing mode) and, when the host finished after the modelled Store end,
   // the overrun, also drawn as a "SimOverrun" span (the fence was signalled then).
-  timing.backend_counters["sim.host_compute_ns"] = host_end_ns > 0 ? host_end_ns - host_start_ns : 0;
-  const std::int64_t overrun = host_end_ns > timing.store_end_ns ? host_end_ns - timing.store_end_ns : 0;
+  timing.backend_counters["sim.host_compute_ns"] =
+      host_end_ns > 0 ? host_end_ns - host_start_ns : 0;
+  const std::int64_t overrun =
+      host_end_ns > timing.store_end_ns ? host_end_ns - timing.store_end_ns : 0;
   timing.backend_counters["sim.overrun_ns"] = overrun;
   if (overrun > 0) timing.backend_spans.push_back({"SimOverrun", timing.store_end_ns, host_end_ns});
   counters.add_execution(timing, !error, overrun);

@@ -39,8 +39,8 @@ std::int64_t steady_now_ns();
 /// Modelled timing of `task` on device `file`: Load, kernels and Store laid end to end from
 /// max(now, `timeline_ns`), which is then moved to the Store end. Call in the order executions
 /// are taken, so that they never overlap on the timeline.
-ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file,
-                                  const Task& task, std::int64_t& timeline_ns);
+ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file, const Task& task,
+                                  std::int64_t& timeline_ns);
 
 /// Runs `task` on the calling thread: its injected fault, if any, else the DMA checks and (in
 /// functional mode) Load, kernels and Store; adds it to `counters`, paces it

@@ -29,11 +29,15 @@ struct ExecutionQueue::WarmUp {
 
 ExecutionQueue::ExecutionQueue(const SimConfig& config, const DeviceFile& file,
                                SimCounters& counters)
-    : config_(config), file_(file), name_(file.name()), counters_(counters),
+    : config_(config),
+      file_(file),
+      name_(file.name()),
+      counters_(counters),
       faults_(config.faults, name_) {
   const int threads = std::max(config_.compute_threads, 1);
   warm_ups_.resize(static_cast<std::size_t>(threads));
-  for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(static_cast<std::size_t>(i)); });
+  for (int i = 0; i < threads; ++i)
+    workers_.emplace_back([this, i] { worker_loop(static_cast<std::size_t>(i)); });
 }
 
 ExecutionQueue::~ExecutionQueue() { close(); }
@@ -87,7 +91,8 @@ void ExecutionQueue::reset() {
   hang_cv_.notify_all();
   not_full_.notify_all();
   not_empty_.notify_all();
-  for (std::size_t i = 0; i < aborted.size(); ++i) aborted[i]->fail(reset_abort_error(file_, indices[i]));
+  for (std::size_t i = 0; i < aborted.size(); ++i)
+    aborted[i]->fail(reset_abort_error(file_, indices[i]));
   spdlog::debug("sim: {} reset ({} executions aborted)", name_, aborted.size());
 }
 
@@ -101,9 +106,9 @@ std::vector<std::shared_ptr<Fence>> ExecutionQueue::take_unfinished_locked() {
 }
 
 std::exception_ptr ExecutionQueue::closed_while_hung() const {
-  return std::make_exception_ptr(Error(ErrorCode::SessionClosed,
-                                       fmt::format("{}: the device closed while it was hung", name_),
-                                       ErrorSubject::of_device(name_)));
+  return std::make_exception_ptr(
+      Error(ErrorCode::SessionClosed, fmt::format("{}: the device closed while it was hung", name_),
+            ErrorSubject::of_device(name_)));
 }
 
 bool ExecutionQueue::warm_up_enabled() const noexcept {
@@ -168,7 +173,9 @@ void ExecutionQueue::worker_loop(std::size_t me) {
     {
       std::unique_lock lock(mu_);
       // A hung device takes nothing until reset() or close (load-time warm-ups still run).
-      not_empty_.wait(lock, [this, me] { return stopping_ || (!queue_.empty() && !hung_) || !warm_ups_[me].empty(); });
+      not_empty_.wait(lock, [this, me] {
+        return stopping_ || (!queue_.empty() && !hung_) || !warm_ups_[me].empty();
+      });
       if (!warm_ups_[me].empty()) {
         std::shared_ptr<WarmUp> w = std::move(warm_ups_[me].front());
         warm_ups_[me].pop_front();
@@ -176,7 +183,7 @@ void ExecutionQueue::worker_loop(std::size_t me) {
         run_warm_up(*w);
         continue;
       }
-      if (queue_.empty()) return;  // closing, and every execution has been run
+      if (queue_.empty()) return;         // closing, and every execution has been run
       if (!stopping_ && gate_closed()) {  // SimConfig::gate_path: the test holds executions
         lock.unlock();
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -92,8 +92,8 @@ class ExecutionQueue {
   std::mutex mu_;
   std::condition_variable not_empty_;
   std::condition_variable not_full_;
-  std::deque<Task> queue_;                // (mu_)
-  bool stopping_ = false;                 // (mu_)
+  std::deque<Task> queue_;                  // (mu_)
+  bool stopping_ = false;                   // (mu_)
   std::uint64_t next_execution_index_ = 0;  // (mu_)
   /// Per compute thread: load-time warm-ups it has still to run (mu_).
   std::vector<std::deque<std::shared_ptr<WarmUp>>> warm_ups_;

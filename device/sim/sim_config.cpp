@@ -49,7 +49,8 @@ SimConfig sim_config_from_environment() {
   SimConfig config;
   config.cards = env_int("FURIOSA_SIM_CARDS", config.cards, 0, 256);
   config.pes_per_card = env_int("FURIOSA_SIM_PES_PER_CARD", config.pes_per_card, 1, 64);
-  if (const char* faults = std::getenv("FURIOSA_SIM_FAULTS"); faults != nullptr && *faults != '\0') {
+  if (const char* faults = std::getenv("FURIOSA_SIM_FAULTS");
+      faults != nullptr && *faults != '\0') {
     try {
       config.faults = parse_sim_faults(faults);
     } catch (const Error& e) {
@@ -87,9 +88,11 @@ void validate_config(const SimConfig& config) {
   if (!(config.pcie_bytes_per_ns > 0)) throw bad("pcie_bytes_per_ns must be > 0");
   if (config.dma_latency_ns < 0) throw bad("dma_latency_ns must be >= 0");
   if (config.array_align < 1) throw bad("array_align must be >= 1");
-  if (!(config.sram_bytes_per_cycle_per_pe > 0)) throw bad("sram_bytes_per_cycle_per_pe must be > 0");
+  if (!(config.sram_bytes_per_cycle_per_pe > 0))
+    throw bad("sram_bytes_per_cycle_per_pe must be > 0");
   if (!(config.dram_bytes_per_ns > 0)) throw bad("dram_bytes_per_ns must be > 0");
-  if (!(config.fused_exchange_bytes_per_cycle > 0)) throw bad("fused_exchange_bytes_per_cycle must be > 0");
+  if (!(config.fused_exchange_bytes_per_cycle > 0))
+    throw bad("fused_exchange_bytes_per_cycle must be > 0");
   if (config.compute_threads < 1 || config.compute_threads > 64)
     throw bad(fmt::format("compute_threads = {} must be in 1..64", config.compute_threads));
 }

@@ -30,9 +30,15 @@ namespace {
 /// other: the queue's threads use the counters, which publish into the locks.
 class SimDevice final : public Device {
  public:
-  SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner, PeLocks locks)
-      : state_(std::move(state)), file_(file), name_(file.name()), owner_(owner),
-        locks_(std::move(locks)), counters_(locks_), queue_(state_->config, file_, counters_) {}
+  SimDevice(std::shared_ptr<SimState> state, const DeviceFile& file, std::uint64_t owner,
+            PeLocks locks)
+      : state_(std::move(state)),
+        file_(file),
+        name_(file.name()),
+        owner_(owner),
+        locks_(std::move(locks)),
+        counters_(locks_),
+        queue_(state_->config, file_, counters_) {}
 
   /// Drains the queue (every queued execution runs and signals its fence), joins the compute
   /// threads, frees this device's DRAM and releases its cores.

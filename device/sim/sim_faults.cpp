@@ -166,9 +166,10 @@ std::optional<SimFaultKind> FaultInjector::next() {
 }
 
 Error device_lost_error(std::string_view device_name) {
-  return Error(ErrorCode::DeviceNotFound,
-               fmt::format("{}: device lost (injected fault); close and open it again", device_name),
-               ErrorSubject::of_device(std::string(device_name)));
+  return Error(
+      ErrorCode::DeviceNotFound,
+      fmt::format("{}: device lost (injected fault); close and open it again", device_name),
+      ErrorSubject::of_device(std::string(device_name)));
 }
 
 }  // namespace furiosa::device::sim

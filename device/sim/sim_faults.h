@@ -32,7 +32,7 @@ class FaultInjector {
 
  private:
   SimFaultPlan plan_;
-  std::mt19937_64 rng_;     // draws of `p` rules
+  std::mt19937_64 rng_;      // draws of `p` rules
   std::uint64_t taken_ = 0;  // executions taken so far (1-based count of the last)
   bool lost_ = false;
 };

@@ -29,16 +29,16 @@ std::uint64_t SimState::acquire(const DeviceFile& file) {
         cards == 0 ? std::string("the sim driver has no cards")
                    : fmt::format("the sim driver has card(s) npu0..npu{} with PEs pe0..pe{} each",
                                  cards - 1, pes - 1);
-    throw Error(ErrorCode::DeviceNotFound,
-                fmt::format("{}: no such device; {}", file.name(), what),
+    throw Error(ErrorCode::DeviceNotFound, fmt::format("{}: no such device; {}", file.name(), what),
                 ErrorSubject::of_device(file.name()));
   }
   std::lock_guard lock(mu_);
   for (const DeviceFile& held : held_) {
     if (held.overlaps(file)) {
-      throw Error(ErrorCode::DeviceBusy,
-                  fmt::format("{}: device busy: its cores are held by {}", file.name(), held.name()),
-                  ErrorSubject::of_device(file.name()));
+      throw Error(
+          ErrorCode::DeviceBusy,
+          fmt::format("{}: device busy: its cores are held by {}", file.name(), held.name()),
+          ErrorSubject::of_device(file.name()));
     }
   }
   held_.push_back(file);
