@@ -1,5 +1,8 @@
-// The simulator's fault spec (FURIOSA_SIM_FAULTS, SimConfig::faults): parsing and formatting.
-// Grammar and semantics: docs/devices.md "Fault injection".
+// The simulator's fault spec (FURIOSA_SIM_FAULTS, SimConfig::faults): parsing and formatting,
+// and which executions of a device fault (sim_faults.h). Grammar and semantics: docs/devices.md
+// "Fault injection".
+#include "sim_faults.h"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -119,3 +122,54 @@ std::string format_sim_faults(const SimFaultPlan& plan) {
 }
 
 }  // namespace furiosa::device
+
+namespace furiosa::device::sim {
+
+namespace {
+
+// Seed of a device's fault generator: the plan's seed mixed with the device file's name (FNV-1a).
+std::uint64_t fault_seed(std::uint64_t seed, std::string_view name) {
+  std::uint64_t h = 1469598103934665603ull ^ seed;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+// Precedence when several rules fire on one execution: lost, hang, dma, error.
+int rank(SimFaultKind kind) {
+  switch (kind) {
+    case SimFaultKind::Lost: return 3;
+    case SimFaultKind::Hang: return 2;
+    case SimFaultKind::Dma: return 1;
+    case SimFaultKind::Error: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+FaultInjector::FaultInjector(const SimFaultPlan& plan, std::string_view device_name)
+    : plan_(plan), rng_(fault_seed(plan.seed, device_name)) {}
+
+std::optional<SimFaultKind> FaultInjector::next() {
+  if (plan_.empty()) return std::nullopt;
+  const std::uint64_t n = ++taken_;
+  std::optional<SimFaultKind> chosen;
+  for (const SimFaultRule& r : plan_.rules) {
+    bool fire = false;
+    if (r.every > 0) fire = n % r.every == 0;
+    else if (r.has_after) fire = n > r.after;
+    else fire = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < r.p;
+    if (fire && (!chosen || rank(r.kind) > rank(*chosen))) chosen = r.kind;
+  }
+  if (chosen == SimFaultKind::Lost) lost_ = true;
+  return chosen;
+}
+
+Error device_lost_error(std::string_view device_name) {
+  return Error(
+      ErrorCode::DeviceNotFound,
+      fmt::format("{}: device lost (injected fault); close and open it again", device_name),
+      ErrorSubject::of_device(std::string(device_name)));
+}
+
+}  // namespace furiosa::device::sim

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 
 namespace furiosa::isa {
 
@@ -228,7 +229,10 @@ std::string verify(const Program& program) {
     return fmt::format("constants: {} bytes do not fit the DRAM region of {} bytes", program.constants.size(), dram);
   }
   for (std::size_t i = 0; i < program.kernels.size(); ++i) {
-    if (std::string p = check_kernel(program.kernels[i], dram, fmt::format("kernels[{}]", i)); !p.empty()) return p;
+    const Kernel& k = program.kernels[i];
+    if (std::string p = check_kernel(k, dram, fmt::format("kernels[{}]", i)); !p.empty()) {
+      return fmt::format("{} (in {} '{}')", p, kernel_name(k.kind), escape_text(k.node_name));
+    }
   }
   if (std::string p = check_refs(program.inputs, dram, "inputs"); !p.empty()) return p;
   return check_refs(program.outputs, dram, "outputs");

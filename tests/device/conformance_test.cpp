@@ -195,14 +195,14 @@ TEST_CASE("conformance: load, submit, fence with timing and callbacks, faults fa
         CHECK(e.code() == ErrorCode::InvalidInput);
       }
 
-      // A kernel reading outside the program's region fails its fence with a DeviceFault that
-      // names the device; the callback still runs exactly once and the device keeps working.
+      // A kernel whose operands do not fit each other (inside the region, so isa::verify lets it
+      // load) fails its fence with a DeviceFault that names the device; the callback still runs
+      // exactly once and the device keeps working.
       ProgramBuilder b("faulty");
       isa::TensorRef in = b.activation(DType::UInt8, p.shape, isa::Layout::LoweredNCHW);
       isa::TensorRef y = b.activation(DType::UInt8, p.shape, isa::Layout::LoweredNCHW);
-      isa::TensorRef beyond = y;
-      beyond.address = 1 << 24;
-      b.kernel(isa::KernelKind::Add, {in, beyond}, {y}, isa::AddParams{}, "broken_add");
+      isa::TensorRef other = b.activation(DType::UInt8, {1, 1, 2, 8}, isa::Layout::LoweredNCHW);
+      b.kernel(isa::KernelKind::Add, {in, other}, {y}, isa::AddParams{}, "broken_add");
       auto faulty = device->load(b.finish({in}, {y}));
       std::atomic<int> failed_callbacks{0};
       std::vector<std::byte> faulty_out(y.size_bytes());

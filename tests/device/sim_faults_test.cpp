@@ -209,3 +209,35 @@ TEST_CASE("p faults repeat with the same seed", "[device][sim][faults]") {
   CHECK(a.find('.') != std::string::npos);
   CHECK(a != pattern(2));
 }
+
+TEST_CASE("counters belong to one open device, never to the process or the driver",
+          "[device][sim][faults]") {
+  SimConfig config = fast_config();
+  config.faults = parse_sim_faults("error:every=2");
+  auto a = open_sim(config);
+  auto b = open_sim(config);  // a second driver: its own card npu0, so npu0pe0 opens again
+  const AddProgram p = add_program();
+  auto loaded_a = a.device->load(p.program);
+  for (int i = 0; i < 4; ++i) REQUIRE(submit(*a.device, *loaded_a, p)->fence->wait_for(120s));
+  const DeviceCounters ca = a.device->counters();
+  CHECK(ca.executions == 2);
+  CHECK(ca.backend_counters.at("sim.faults.error") == 2);
+  a.device->reset();
+  CHECK(a.device->counters().resets == 1);
+  // Nothing of a's shows on b.
+  const DeviceCounters cb = b.device->counters();
+  CHECK(cb.executions == 0);
+  CHECK(cb.resets == 0);
+  CHECK(cb.cycles == 0);
+  CHECK(cb.dma_bytes_to_device == 0);
+  CHECK(cb.backend_counters.empty());
+  // Closing and opening the same file again on a's driver starts from zero too.
+  loaded_a.reset();
+  a.device.reset();
+  a.device = a.driver->open(DeviceFile::parse("npu0pe0"));
+  const DeviceCounters again = a.device->counters();
+  CHECK(again.executions == 0);
+  CHECK(again.resets == 0);
+  CHECK(again.dma_bytes_to_device == 0);
+  CHECK(again.backend_counters.empty());
+}

@@ -1,4 +1,5 @@
 // isa::verify: the one check between a program and a device (program-file loader, Device::load).
+#include "device_test_util.h"
 #include "furiosa/device/isa.h"
 #include "test_support.h"
 
@@ -24,6 +25,7 @@ isa::Program conv_program() {
   c.w_zero_point = {0};
   isa::Kernel k;
   k.kind = isa::KernelKind::Conv2d;
+  k.node_name = "conv_1";
   k.inputs = {ref(128, {1, 4, 2, 2})};
   k.outputs = {ref(192, {1, 4, 2, 2})};
   k.params = c;
@@ -43,12 +45,14 @@ TEST_CASE("isa::verify names the first tensor or field that breaks the region", 
   isa::Program p = conv_program();
   SECTION("an output past the end") {
     p.kernels[0].outputs[0].address = 250;
-    CHECK(isa::verify(p) == "kernels[0].outputs[0]: bytes [250, 266) lie outside the program's DRAM region of 256 bytes");
+    CHECK(isa::verify(p) == "kernels[0].outputs[0]: bytes [250, 266) lie outside the program's DRAM region of 256 bytes"
+                            " (in LowLevelConv2d 'conv_1')");
   }
   SECTION("a weight past the end") {
     std::get<isa::Conv2dParams>(p.kernels[0].params).weight.address = 255;
     CHECK(isa::verify(p) ==
-          "kernels[0].params.weight: bytes [255, 271) lie outside the program's DRAM region of 256 bytes");
+          "kernels[0].params.weight: bytes [255, 271) lie outside the program's DRAM region of 256 bytes"
+          " (in LowLevelConv2d 'conv_1')");
   }
   SECTION("an address that would wrap around") {
     p.inputs[0].address = ~std::uint64_t{0} - 4;
@@ -57,7 +61,7 @@ TEST_CASE("isa::verify names the first tensor or field that breaks the region", 
   SECTION("a shape whose size overflows 64 bits") {
     p.kernels[0].inputs[0].shape = {std::int64_t{1} << 40, std::int64_t{1} << 40, 1, 1};
     CHECK(isa::verify(p) == "kernels[0].inputs[0]: its shape [1099511627776, 1099511627776, 1, 1] has a negative dim "
-                            "or too many bytes");
+                            "or too many bytes (in LowLevelConv2d 'conv_1')");
   }
   SECTION("constants larger than the region") {
     p.constants.resize(300);
@@ -69,10 +73,27 @@ TEST_CASE("isa::verify names the first tensor or field that breaks the region", 
   }
   SECTION("the parameters of another kind") {
     p.kernels[0].params = isa::MaxPoolParams{};
-    CHECK(isa::verify(p) == "kernels[0].params: not the parameters of a LowLevelConv2d");
+    CHECK(isa::verify(p) == "kernels[0].params: not the parameters of a LowLevelConv2d (in LowLevelConv2d 'conv_1')");
   }
   SECTION("an Add with one input") {
     p.kernels[0].kind = isa::KernelKind::Add;
-    CHECK(isa::verify(p) == "kernels[0].inputs: expected 2 tensor(s), got 1");
+    p.kernels[0].node_name = "add\n\x1b[2J";
+    CHECK(isa::verify(p) == "kernels[0].inputs: expected 2 tensor(s), got 1 (in LowLevelAdd 'add\\x0a\\x1b[2J')");
+  }
+}
+
+TEST_CASE("the simulator refuses to load a program that breaks its region, naming the tensor", "[isa][verify][sim]") {
+  const device::test::SimSession sim = device::test::open_sim();
+  const auto& dev = sim.device;
+  CHECK_NOTHROW(dev->load(std::make_shared<const isa::Program>(conv_program())));
+  isa::Program bad = conv_program();
+  bad.kernels[0].outputs[0].address = 250;
+  try {
+    dev->load(std::make_shared<const isa::Program>(bad));
+    FAIL("loaded a program that writes past its region");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::DeviceFault);
+    CHECK(e.message() == "npu0pe0: program 'conv' is invalid: kernels[0].outputs[0]: bytes [250, 266) lie outside "
+                         "the program's DRAM region of 256 bytes (in LowLevelConv2d 'conv_1')");
   }
 }

@@ -324,7 +324,7 @@ TEST_CASE("write failures throw naming the path, the destructor only logs", "[pr
 // and setting it afterwards has no effect. The set path is tested in profiler_env_tests, which
 // forks a fresh child per case.
 TEST_CASE("process_profiler is null when FURIOSA_PROFILER_OUTPUT_PATH is unset", "[profiler]") {
-  test::ScopedEnv output("FURIOSA_PROFILER_OUTPUT_PATH", std::nullopt);
+  furiosa::test::ScopedEnv output("FURIOSA_PROFILER_OUTPUT_PATH", std::nullopt);
   CHECK(process_profiler() == nullptr);
   TempFile file("late-env");
   output.set(file.path().string());

@@ -359,8 +359,8 @@ std::size_t kernel_params_index(KernelKind kind) noexcept;
 /// inputs and outputs) lies inside [0, dram_bytes) with overflow-checked sizes; lowered tensors
 /// are 4-D; each kernel carries the params of its kind and an operand count its kind allows;
 /// a Transpose's perm has one axis per input dim. Returns the first problem as
-/// "<where>: <what>" (where = "kernels[3].inputs[0]", "constants", ...), or "" when there is
-/// none. The one check every path into a device takes: the program-file loader and every
+/// "<where>: <what>" (where = "kernels[3].inputs[0]", "constants", ...; a kernel's problem ends
+/// with " (in <kernel name> '<node>')", the node escaped), or "" when there is none. The one check every path into a device takes: the program-file loader and every
 /// backend's Device::load() call it (a compiler bug must not become a wild write). Thread-safe.
 std::string verify(const Program& program);
 

@@ -1,0 +1,186 @@
+// One execution of a simulated device (execution.h): timeline placement, host computation,
+// counters, pacing and the fence.
+#include "execution.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <string_view>
+#include <thread>
+
+#include "furiosa/core/error.h"
+#include "kernels.h"
+#include "loaded_program.h"
+#include "sim_faults.h"
+#include "timing.h"
+
+namespace furiosa::device::sim {
+
+namespace {
+
+/// Checks that `ref` (a program input or output) is well formed and inside the region.
+void check_dma(const std::string& name, const isa::TensorRef& ref, std::span<std::byte> region,
+               std::string_view what, std::size_t index, std::uint64_t execution) {
+  const std::uint64_t size = ref.size_bytes();
+  const bool bad_layout = ref.layout == isa::Layout::LoweredNCHW && ref.shape.size() != 4;
+  if (bad_layout || ref.address > region.size() || size > region.size() - ref.address) {
+    throw Error(ErrorCode::DeviceFault,
+                fmt::format("{}: execution {}: DMA of {} {} ({} bytes at 0x{:x}) is outside the "
+                            "program region of {} bytes",
+                            name, execution, what, index, size, ref.address, region.size()),
+                ErrorSubject::of_device(name));
+  }
+}
+
+/// Runs kernel `index` functionally; any failure becomes Error(DeviceFault) naming the device
+/// file, the execution, the instruction index, the kernel name and its node.
+void run_kernel_of(const std::string& name, const isa::Kernel& kernel, std::size_t index,
+                   std::span<std::byte> region, std::uint64_t execution,
+                   const PreparedProgram* prepared) {
+  auto fault = [&](std::string_view detail) {
+    return Error(
+        ErrorCode::DeviceFault,
+        fmt::format("{}: execution {}: instruction {} ({}, node '{}') failed: {}", name, execution,
+                    index, isa::kernel_name(kernel.kind), kernel.node_name, detail),
+        ErrorSubject{name, kernel.node_name, {}, {}});
+  };
+  try {
+    run_kernel(kernel, region, prepared, index);
+  } catch (const Error& e) {
+    throw fault(e.message());
+  } catch (const std::exception& e) {
+    throw fault(e.what());
+  }
+}
+
+/// The steady-clock time point `ns` after the clock's epoch.
+std::chrono::steady_clock::time_point steady_time_point(std::int64_t ns) {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::nanoseconds(ns)));
+}
+
+}  // namespace
+
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file, const Task& task,
+                                  std::int64_t& timeline_ns) {
+  const ProgramCost& cost = task.program->cost();
+  const isa::Program& prog = task.program->program();
+  ExecutionTiming t;
+  t.execution_index = task.index;
+  std::int64_t clock = std::max(steady_now_ns(), timeline_ns);
+  t.load_start_ns = clock;
+  for (std::int64_t ns : cost.load_ns) clock += ns;
+  t.load_end_ns = clock;
+  t.exec_start_ns = clock;
+  t.kernels.reserve(cost.kernels.size());
+  for (std::size_t k = 0; k < cost.kernels.size(); ++k) {
+    KernelTiming kt;
+    kt.kind = prog.kernels[k].kind;
+    kt.operator_index = prog.kernels[k].operator_index;
+    kt.instruction_index = static_cast<std::int32_t>(k);
+    kt.cycles = cost.kernels[k].cycles;
+    kt.start_ns = clock;
+    clock += cycles_to_ns(config, kt.cycles);
+    kt.end_ns = clock;
+    t.kernels.push_back(kt);
+  }
+  t.exec_end_ns = clock;
+  t.store_start_ns = clock;
+  for (std::int64_t ns : cost.store_ns) clock += ns;
+  t.store_end_ns = clock;
+  t.kernel_cycles = cost.kernel_cycles;
+  t.task_cycles = static_cast<std::uint64_t>(
+      std::ceil(static_cast<double>(t.store_end_ns - t.load_start_ns) * config.clock_ghz));
+  t.macs = cost.macs;
+  t.peak_macs_per_cycle = static_cast<std::uint64_t>(config.macs_per_cycle_per_pe) *
+                          static_cast<std::uint64_t>(file.pe_count());
+  t.dma_bytes_to_device = cost.dma_bytes_to_device;
+  t.dma_bytes_to_host = cost.dma_bytes_to_host;
+  timeline_ns = clock;
+  return t;
+}
+
+void execute(const SimConfig& config, const std::string& name, SimCounters& counters, Task& task,
+             ExecutionTiming timing) {
+  const isa::Program& prog = task.program->program();
+  const std::span<std::byte> primary = task.program->region();
+  std::exception_ptr error;
+  std::byte* region_data = nullptr;
+  std::int64_t host_start_ns = steady_now_ns(), host_end_ns = 0;
+  try {
+    if (task.fault == SimFaultKind::Lost) throw device_lost_error(name);
+    if (task.fault == SimFaultKind::Dma) {
+      throw Error(
+          ErrorCode::DeviceFault,
+          fmt::format("{}: execution {}: DMA error during Load (injected fault)", name, task.index),
+          ErrorSubject::of_device(name));
+    }
+    if (task.fault == SimFaultKind::Error) {
+      throw Error(
+          ErrorCode::DeviceFault,
+          fmt::format("{}: execution {}: execution error (injected fault)", name, task.index),
+          ErrorSubject::of_device(name));
+    }
+    for (std::size_t i = 0; i < prog.inputs.size(); ++i)
+      check_dma(name, prog.inputs[i], primary, "input", i, task.index);
+    for (std::size_t i = 0; i < prog.outputs.size(); ++i)
+      check_dma(name, prog.outputs[i], primary, "output", i, task.index);
+    if (config.mode == SimMode::Functional) {
+      region_data = task.program->acquire_region();
+      const std::span<std::byte> region(region_data, primary.size());
+      for (std::size_t i = 0; i < prog.inputs.size(); ++i) {  // Load
+        const std::span<const std::byte> src = task.inputs[i];
+        if (!src.empty())
+          std::memcpy(region.data() + prog.inputs[i].address, src.data(), src.size());
+      }
+      for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
+        run_kernel_of(name, prog.kernels[k], k, region, task.index, task.program->prepared());
+      }
+      for (std::size_t i = 0; i < prog.outputs.size(); ++i) {  // Store
+        const std::span<std::byte> dst = task.outputs[i];
+        if (!dst.empty())
+          std::memcpy(dst.data(), region.data() + prog.outputs[i].address, dst.size());
+      }
+      host_end_ns = steady_now_ns();
+    }
+  } catch (const Error&) {
+    error = std::current_exception();
+  } catch (const std::exception& e) {
+    error = std::make_exception_ptr(Error(
+        ErrorCode::DeviceFault, fmt::format("{}: execution {}: {}", name, task.index, e.what()),
+        ErrorSubject::of_device(name)));
+  }
+  if (region_data != nullptr) task.program->release_region(region_data);
+  // The simulator's own figures (docs/devices.md): host time spent computing the execution
+  // functionally (0 in timing mode) and, when the host finished after the modelled Store end,
+  // the overrun, also drawn as a "SimOverrun" span (the fence was signalled then).
+  timing.backend_counters["sim.host_compute_ns"] =
+      host_end_ns > 0 ? host_end_ns - host_start_ns : 0;
+  const std::int64_t overrun =
+      host_end_ns > timing.store_end_ns ? host_end_ns - timing.store_end_ns : 0;
+  timing.backend_counters["sim.overrun_ns"] = overrun;
+  if (overrun > 0) timing.backend_spans.push_back({"SimOverrun", timing.store_end_ns, host_end_ns});
+  counters.add_execution(timing, !error, overrun);
+  if (config.min_execution_time.count() > 0) {  // SimConfig::min_execution_time
+    std::this_thread::sleep_until(steady_time_point(host_start_ns) + config.min_execution_time);
+  }
+  if (config.pacing) std::this_thread::sleep_until(steady_time_point(timing.store_end_ns));
+  if (error) {
+    task.fence->fail(error);
+  } else {
+    task.fence->signal(std::move(timing));
+  }
+}
+
+}  // namespace furiosa::device::sim
