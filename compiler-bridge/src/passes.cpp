@@ -13,6 +13,7 @@
 #include "capability.h"
 #include "furiosa/core/error.h"
 #include "furiosa/host/cpu_ops.h"
+#include "furiosa/host/lookup_table.h"
 #include "graph_utils.h"
 
 namespace furiosa::compiler::detail {
@@ -825,8 +826,11 @@ class Passes {
       if (!evaluated) continue;
       const Tensor& y = known.at(q.outputs[0]);
       if (y.elements() != 256) continue;
-      std::vector<std::int64_t> table(256);
-      for (std::size_t b = 0; b < 256; ++b) table[b] = static_cast<std::int64_t>(y.bytes()[b]);
+      // Element b of y is the result for the input byte b (the table's own order).
+      const host::LookupTable table = host::build_lookup_table(xd, y.dtype(), [&](std::int32_t x) {
+        const auto b = static_cast<std::uint8_t>(x);
+        return host::lookup_table_input(y.dtype(), static_cast<std::uint8_t>(y.bytes()[b]));
+      });
       const Node& first_dq = [&]() -> const Node& {
         for (int r : region) {
           const Node& rn = g_.nodes[static_cast<std::size_t>(r)];
@@ -853,7 +857,7 @@ class Passes {
       rq.attributes["y_scale"] = yq.scale;
       rq.attributes["y_zero_point"] = std::int64_t{yq.zero_point};
       rq.attributes["y_dtype"] = std::int64_t{static_cast<int>(yq.dtype)};
-      rq.attributes["table"] = table;
+      rq.attributes["table"] = std::vector<std::int64_t>(table.begin(), table.end());
       for (int r : region) {
         const Node& rn = g_.nodes[static_cast<std::size_t>(r)];
         if (rn.op_type == "DequantizeLinear" && rn.inputs[0] == source) continue;  // may have other readers

@@ -50,6 +50,7 @@
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/core/error.h"
 #include "furiosa/device/isa.h"
+#include "furiosa/host/lookup_table.h"
 #include "tflite_subset_generated.h"
 
 namespace furiosa::compiler {
@@ -705,24 +706,21 @@ class Importer {
       return;
     }
     const Quant q = quant(y);
-    const bool is_signed = d == DType::Int8;
-    std::vector<std::int64_t> table(256);
-    for (int byte = 0; byte < 256; ++byte) {
-      const std::int32_t x = is_signed ? static_cast<std::int8_t>(static_cast<std::uint8_t>(byte)) : byte;
-      table[static_cast<std::size_t>(byte)] = static_cast<std::uint8_t>(std::clamp(x, range[0], range[1]));
-    }
+    const host::LookupTable table =
+        host::build_lookup_table(d, d, [&](std::int32_t x) { return std::clamp(x, range[0], range[1]); });
     const int out = nchw ? output_nchw(y) : output_model(y);
-    add_node("Requantize", "furiosa", {v}, {out}, requantize_attrs(q, q, d, std::move(table)), "/activation");
+    add_node("Requantize", "furiosa", {v}, {out}, requantize_attrs(q, q, d, table), "/activation");
   }
 
+  // The attributes of a furiosa::Requantize node that maps x to y by `table`.
   std::map<std::string, Attribute> requantize_attrs(const Quant& x, const Quant& y, DType y_dtype,
-                                                    std::vector<std::int64_t> table) const {
+                                                    const host::LookupTable& table) const {
     return {{"x_scale", x.scale},
             {"x_zero_point", std::int64_t{x.zero_point}},
             {"y_scale", y.scale},
             {"y_zero_point", std::int64_t{y.zero_point}},
             {"y_dtype", std::int64_t{static_cast<int>(y_dtype)}},
-            {"table", std::move(table)}};
+            {"table", std::vector<std::int64_t>(table.begin(), table.end())}};
   }
 
   // ---- operators --------------------------------------------------------------------------------
@@ -1087,19 +1085,15 @@ class Importer {
       bad(fmt::format("output '{}' has scale {} and zero point {}; TFLite's LOGISTIC requires 1/256 and {}",
                       info(y).name, yq.scale, yq.zero_point, want_zp));
     }
-    const auto [lo, hi] = isa::quant_range(xd);
-    std::vector<std::int64_t> table(256);
-    for (int byte = 0; byte < 256; ++byte) {
-      const std::int32_t q = xd == DType::Int8 ? static_cast<std::int8_t>(static_cast<std::uint8_t>(byte)) : byte;
+    const host::LookupTable table = host::build_lookup_table(xd, xd, [&](std::int32_t q) {
       const float real = xq.scale * static_cast<float>(q - xq.zero_point);
       const float sig = 1.0f / (1.0f + std::exp(-real));
       const float rescaled = std::round(sig * (1.0f / yq.scale));
-      const auto v = static_cast<std::int32_t>(rescaled + static_cast<float>(yq.zero_point));
-      table[static_cast<std::size_t>(byte)] = static_cast<std::uint8_t>(std::clamp(v, lo, hi));
-    }
+      return static_cast<std::int32_t>(rescaled + static_cast<float>(yq.zero_point));
+    });
     const bool nchw = info(x).shape.size() == 4 && info(x).model < 0 && info(x).nchw >= 0;
     add_node("Requantize", "furiosa", {nchw ? nchw_view(x) : model_view(x)}, {nchw ? output_nchw(y) : output_model(y)},
-             requantize_attrs(xq, yq, xd, std::move(table)));
+             requantize_attrs(xq, yq, xd, table));
   }
 
   void concatenation(const fb::Operator& op) {
@@ -1142,15 +1136,13 @@ class Importer {
         const float inverse_output_scale = 1.0f / yq.scale;
         const float scale = tq.scale * inverse_output_scale;
         const float bias = -static_cast<float>(tq.zero_point) * scale;
-        std::vector<std::int64_t> table(256);
-        for (int q = 0; q < 256; ++q) {
+        const host::LookupTable table = host::build_lookup_table(d, d, [&](std::int32_t q) {
           const float r = static_cast<float>(q) * scale + bias;
-          const std::int32_t value = round_to_int(r) + yq.zero_point;
-          table[static_cast<std::size_t>(q)] = std::clamp<std::int32_t>(value, 0, 255);
-        }
+          return round_to_int(r) + yq.zero_point;
+        });
         const Shape& vs = g_.values[static_cast<std::size_t>(v)].shape;
         const int r = add_value(info(t).name + "/rescaled", d, vs);
-        add_node("Requantize", "furiosa", {v}, {r}, requantize_attrs(tq, yq, d, std::move(table)), "/rescale");
+        add_node("Requantize", "furiosa", {v}, {r}, requantize_attrs(tq, yq, d, table), "/rescale");
         v = r;
       }
       parts.push_back(v);
@@ -1251,16 +1243,12 @@ class Importer {
     // Between 8-bit types: reference_ops::Requantize with QuantizeMultiplier(in_scale / out_scale).
     const Quant xq = quant(x);
     const auto m = isa::quantize_multiplier(static_cast<double>(xq.scale) / static_cast<double>(yq.scale));
-    const auto [lo, hi] = isa::quant_range(yd);
-    std::vector<std::int64_t> table(256);
-    for (int byte = 0; byte < 256; ++byte) {
-      const std::int32_t q = xd == DType::Int8 ? static_cast<std::int8_t>(static_cast<std::uint8_t>(byte)) : byte;
-      const std::int32_t v = isa::multiply_by_quantized_multiplier(q - xq.zero_point, m) + yq.zero_point;
-      table[static_cast<std::size_t>(byte)] = static_cast<std::uint8_t>(std::clamp(v, lo, hi));
-    }
+    const host::LookupTable table = host::build_lookup_table(xd, yd, [&](std::int32_t q) {
+      return isa::multiply_by_quantized_multiplier(q - xq.zero_point, m) + yq.zero_point;
+    });
     const bool nchw = info(x).shape.size() == 4 && info(x).model < 0 && info(x).nchw >= 0;
     add_node("Requantize", "furiosa", {nchw ? nchw_view(x) : model_view(x)}, {nchw ? output_nchw(y) : output_model(y)},
-             requantize_attrs(xq, yq, yd, std::move(table)));
+             requantize_attrs(xq, yq, yd, table));
   }
 
   void dequantize(const fb::Operator& op) {
