@@ -14,6 +14,9 @@ namespace furiosa::compiler::detail {
 /// and the input when the input is missing or not a constant (e.g. a scale fed at run time).
 const Tensor& constant_input(const Graph& g, const Node& node, std::size_t i, const char* what);
 
+/// True for the 8-bit quantized types (uint8, int8).
+inline bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }
+
 /// True when input `i` exists and is a constant.
 bool is_constant_input(const Graph& g, const Node& node, std::size_t i);
 
