@@ -3,9 +3,27 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "furiosa/core/error.h"
 
 namespace furiosa::compiler::detail {
+
+std::string read_file(const std::filesystem::path& path, ErrorCode code, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(code, fmt::format("{} '{}' does not exist or is not a file", what, path.string()),
+                ErrorSubject::of_file(path.string()));
+  }
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (!f) {
+    throw Error(code, fmt::format("cannot read {} '{}'", what, path.string()), ErrorSubject::of_file(path.string()));
+  }
+  return ss.str();
+}
 
 bool is_constant_input(const Graph& g, const Node& node, std::size_t i) {
   return i < node.inputs.size() && node.inputs[i] >= 0 &&

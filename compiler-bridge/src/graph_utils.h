@@ -1,18 +1,25 @@
-// Private helpers of compiler-bridge: reading constant operands and resolving conv/pool geometry.
+// Private helpers of compiler-bridge: reading model files and constant operands, resolving
+// conv/pool geometry.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "furiosa/compiler/graph.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::compiler::detail {
 
 /// The constant tensor behind input `i` of `node`. Throws Error(IncompatibleModel) naming the node
 /// and the input when the input is missing or not a constant (e.g. a scale fed at run time).
 const Tensor& constant_input(const Graph& g, const Node& node, std::size_t i, const char* what);
+
+/// The whole content of the regular file at `path`. Throws Error(code) naming the file as `what`
+/// ("model file 'x.onnx' does not exist or is not a file", "cannot read model file 'x.onnx'").
+std::string read_file(const std::filesystem::path& path, ErrorCode code, const char* what);
 
 /// True for the 8-bit quantized types (uint8, int8).
 inline bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }

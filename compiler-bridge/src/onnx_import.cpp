@@ -8,11 +8,10 @@
 #include <map>
 #include <unordered_map>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "furiosa/core/error.h"
 #include "furiosa/core/limits.h"
+#include "graph_utils.h"
 
 namespace furiosa::compiler {
 namespace {
@@ -327,21 +326,6 @@ Graph graph_from_model(const onnx::ModelProto& model, const std::string& source,
   return graph;
 }
 
-std::string read_file(const std::filesystem::path& path, ErrorCode code, const char* what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(code, fmt::format("{} '{}' does not exist or is not a file", what, path.string()),
-                ErrorSubject::of_file(path.string()));
-  }
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (!f) {
-    throw Error(code, fmt::format("cannot read {} '{}'", what, path.string()), ErrorSubject::of_file(path.string()));
-  }
-  return ss.str();
-}
-
 }  // namespace
 
 Graph import_onnx_bytes(const std::string& bytes, const std::string& source, const LoadLimits& limits) {
@@ -360,11 +344,11 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& source, con
 }
 
 Graph import_onnx(const std::filesystem::path& path, const LoadLimits& limits) {
-  return import_onnx_bytes(read_file(path, ErrorCode::ModelLoadFailed, "model file"), path.string(), limits);
+  return import_onnx_bytes(detail::read_file(path, ErrorCode::ModelLoadFailed, "model file"), path.string(), limits);
 }
 
 Tensor load_tensor_pb(const std::filesystem::path& path, std::string* name_out, const LoadLimits& limits) {
-  return load_tensor_pb_bytes(read_file(path, ErrorCode::InvalidInput, "tensor file"), path.string(), name_out,
+  return load_tensor_pb_bytes(detail::read_file(path, ErrorCode::InvalidInput, "tensor file"), path.string(), name_out,
                               limits);
 }
 
