@@ -10,13 +10,19 @@
 
 namespace furiosa::compiler::detail::tflite {
 
-void Importer::conv(const fb::Operator& op, bool depthwise) {
+Importer::WeightedOperands Importer::weighted_operands(const fb::Operator& op) const {
   const auto in = op_inputs(op);
   const auto out = op_outputs(op);
   require_arity(in, 2, 3, out);
-  const int x = in[0], w = in[1], b = in.size() > 2 ? in[2] : -1, y = out[0];
-  require_quantized({x, y});
-  require_quantized_weight(w);
+  const WeightedOperands operands{.x = in[0], .w = in[1], .b = in.size() > 2 ? in[2] : -1, .y = out[0]};
+  require_quantized({operands.x, operands.y});
+  require_quantized_weight(operands.w);
+  return operands;
+}
+
+void Importer::conv(const fb::Operator& op, bool depthwise) {
+  const WeightedOperands operands = weighted_operands(op);
+  const int x = operands.x, w = operands.w, b = operands.b, y = operands.y;
   const DType wd = dtype(w);
   const Shape& xs = info(x).shape;
   const Shape& ws = info(w).shape;
@@ -124,12 +130,8 @@ int Importer::bias_constant(int b, std::int64_t channels) {
 }
 
 void Importer::fully_connected(const fb::Operator& op) {
-  const auto in = op_inputs(op);
-  const auto out = op_outputs(op);
-  require_arity(in, 2, 3, out);
-  const int x = in[0], w = in[1], b = in.size() > 2 ? in[2] : -1, y = out[0];
-  require_quantized({x, y});
-  require_quantized_weight(w);
+  const WeightedOperands operands = weighted_operands(op);
+  const int x = operands.x, w = operands.w, b = operands.b, y = operands.y;
   const DType wd = dtype(w);
   const auto* o = op.builtin_options_as_FullyConnectedOptions();
   const auto act = o ? o->fused_activation_function() : fb::ActivationFunctionType::NONE;

@@ -206,6 +206,13 @@ class Importer {
   static std::int64_t onnx_type(DType d);
 
   // ---- convolution and fully connected (conv.cpp) -----------------------------------------------
+  /// The tensors of a weighted operator; b is -1 without a bias.
+  struct WeightedOperands {
+    int x = -1, w = -1, b = -1, y = -1;
+  };
+  /// The operands of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED, checked: input, weight and an
+  /// optional bias, one output; x and y 8-bit of one type, w a constant 8-bit weight.
+  WeightedOperands weighted_operands(const fb::Operator& op) const;
   /// CONV_2D / DEPTHWISE_CONV_2D -> QLinearConv on the NCHW view.
   void conv(const fb::Operator& op, bool depthwise);
   /// int8 weights must be symmetric (zero point 0).
