@@ -16,8 +16,6 @@ namespace furiosa::compiler {
 namespace detail {
 namespace {
 
-bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }
-
 bool quantized_input0(const Graph& g, const Node& n) {
   return !n.inputs.empty() && n.inputs[0] >= 0 && is_quantized(g.values[static_cast<std::size_t>(n.inputs[0])].dtype);
 }

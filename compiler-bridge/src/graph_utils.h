@@ -1,18 +1,24 @@
-// Private helpers of compiler-bridge: reading constant operands and resolving conv/pool geometry.
+// Private helpers of compiler-bridge: reading model files and constant operands, resolving
+// conv/pool geometry.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "furiosa/compiler/graph.h"
+#include "furiosa/core/error.h"
 
 namespace furiosa::compiler::detail {
 
 /// The constant tensor behind input `i` of `node`. Throws Error(IncompatibleModel) naming the node
 /// and the input when the input is missing or not a constant (e.g. a scale fed at run time).
 const Tensor& constant_input(const Graph& g, const Node& node, std::size_t i, const char* what);
+
+/// True for the 8-bit quantized types (uint8, int8).
+inline bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }
 
 /// True when input `i` exists and is a constant.
 bool is_constant_input(const Graph& g, const Node& node, std::size_t i);

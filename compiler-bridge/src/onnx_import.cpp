@@ -8,12 +8,11 @@
 #include <map>
 #include <unordered_map>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "furiosa/core/error.h"
 #include "furiosa/core/file_io.h"
 #include "furiosa/core/limits.h"
+#include "graph_utils.h"
 
 namespace furiosa::compiler {
 namespace {

@@ -41,6 +41,7 @@
 #include "furiosa/core/text.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/host/cpu_ops.h"
+#include "furiosa/host/lookup_table.h"
 
 namespace furiosa::device::sim {
 
@@ -1878,15 +1879,16 @@ void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
   if (!p.table.empty() && p.table.size() != 256) {
     fault("requantization table has {} entries; expected 0 or 256", p.table.size());
   }
-  const auto [qmin, qmax] = isa::quant_range(yref.dtype);
-  const bool x_signed = xref.dtype == DType::Int8;
-  std::array<std::uint8_t, 256> lut{};
-  if (!p.table.empty()) std::copy(p.table.begin(), p.table.end(), lut.begin());
-  for (unsigned byte = 0; byte < 256 && p.table.empty(); ++byte) {
-    const auto u = static_cast<std::uint8_t>(byte);
-    const std::int32_t x = x_signed ? std::int32_t{static_cast<std::int8_t>(u)} : std::int32_t{u};
-    const float f = static_cast<float>(x - p.x.zero_point) * p.x.scale;
-    lut[byte] = static_cast<std::uint8_t>(host::quantize_value(f / p.y.scale, p.y.zero_point, qmin, qmax));
+  // Without a table: DequantizeLinear then QuantizeLinear in float32 (isa.h), as a table.
+  host::LookupTable lut{};
+  if (!p.table.empty()) {
+    std::copy(p.table.begin(), p.table.end(), lut.begin());
+  } else {
+    const auto [qmin, qmax] = isa::quant_range(yref.dtype);
+    lut = host::build_lookup_table(xref.dtype, yref.dtype, [&](std::int32_t x) {
+      const float f = static_cast<float>(x - p.x.zero_point) * p.x.scale;
+      return host::quantize_value(f / p.y.scale, p.y.zero_point, qmin, qmax);
+    });
   }
   std::vector<std::byte> scratch;
   const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);

@@ -195,6 +195,9 @@ thread_local BufferCache buffer_cache;
 /// The innermost open RecordScope of the calling thread (of any profiler).
 thread_local RecordScope* top_scope = nullptr;
 
+/// The innermost open active ScopedSpan of the calling thread (of any profiler).
+thread_local ScopedSpan* top_span = nullptr;
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -468,6 +471,8 @@ ScopedSpan::ScopedSpan(Profiler* profiler, std::string_view name, const SpanCont
   record_.cat = cat;
   record_.thread_id = current_thread_id();
   context_ = SpanContext{record_.trace_id, record_.span_id};
+  below_ = top_span;
+  top_span = this;
   record_.start_ns = now_ns();  // last, so the setup above is not charged to the span
 }
 
@@ -483,8 +488,21 @@ void ScopedSpan::end() {
   if (profiler_ == nullptr || ended_) return;
   ended_ = true;
   record_.end_ns = now_ns();
+  // Unlink; normally this span is the top (spans end in reverse order), but one ended early with
+  // end() may sit below younger spans.
+  for (ScopedSpan** link = &top_span; *link != nullptr; link = &(*link)->below_) {
+    if (*link == this) {
+      *link = below_;
+      break;
+    }
+  }
   // A copy, not a move: record() stays readable after end() (names are short, mostly SSO).
   if (profiler_->is_recording()) profiler_->append(record_);
+}
+
+OpenSpan innermost_open_span() noexcept {
+  const ScopedSpan* span = top_span;
+  return span != nullptr ? OpenSpan{span->profiler_, span->context_} : OpenSpan{};
 }
 
 // ---------------------------------------------------------------------------------------------

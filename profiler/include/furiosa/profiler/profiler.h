@@ -199,8 +199,23 @@ class ProfileScope {
 /// (a call_once check and a shared_ptr copy); with a scope open, a mutex and a shared_ptr copy.
 std::shared_ptr<Profiler> active_profiler();
 
+/// An open span: the profiler recording it and the context of its children.
+struct OpenSpan {
+  Profiler* profiler = nullptr;  ///< null when no span is open
+  SpanContext context;
+};
+
+/// The calling thread's innermost open active span (a ScopedSpan, or the span of a RecordScope)
+/// of any profiler; {nullptr, {}} when there is none. Lets code that is handed no profiler nest
+/// its spans under its caller's: the compiler's pass spans become children of the runtime's
+/// Compile span this way. Costs one thread_local read; spans that are inactive (no profiler, or
+/// paused) are never open, so with no profiler recording it always returns {nullptr, {}}.
+OpenSpan innermost_open_span() noexcept;
+
 /// RAII span: starts at construction, recorded at destruction (also on exceptions). Does nothing
-/// when `profiler` is null or not recording. Thread-compatible; use from one thread.
+/// when `profiler` is null or not recording. While it is open and active it is the calling
+/// thread's innermost open span (innermost_open_span()), so it must end on the thread that
+/// started it. Thread-compatible; use from one thread.
 class ScopedSpan {
  public:
   ScopedSpan(Profiler* profiler, std::string_view name, const SpanContext& parent,
@@ -218,10 +233,13 @@ class ScopedSpan {
   void end();
 
  private:
+  friend OpenSpan innermost_open_span() noexcept;
+
   Profiler* profiler_;
   SpanContext context_;
   SpanRecord record_;
-  bool ended_ = false;  ///< set by end(); the span is recorded at most once
+  bool ended_ = false;           ///< set by end(); the span is recorded at most once
+  ScopedSpan* below_ = nullptr;  ///< the next older open active span on this thread
 };
 
 /// A record scope (Profiler::record()): a Runtime span named after its label, and, while open,

@@ -1,0 +1,121 @@
+// fuse_qdq_operators: the QDQ encoding DequantizeLinear inputs -> Conv / MatMul / Add / Mul / Sub /
+// GlobalAveragePool -> QuantizeLinear becomes the QOperator node with the same parameters
+// (QLinearConv, QLinearMatMul, QLinearAdd, QLinearMul, furiosa::QLinearSub,
+// QLinearGlobalAveragePool), as ONNX Runtime's QDQ transformer does. Groups that do not fit stay
+// float and run as host operators.
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "pass.h"
+
+namespace furiosa::compiler::detail {
+namespace {
+
+// The live DequantizeLinear node producing value `id`, or -1.
+int dq_producer(const PassContext& ctx, int id, const std::vector<bool>& dead) {
+  const Graph& g = ctx.graph;
+  const int p = id >= 0 ? g.producer(id) : -1;
+  if (p < 0 || dead[static_cast<std::size_t>(p)]) return -1;
+  const Node& n = g.nodes[static_cast<std::size_t>(p)];
+  return n.op_type == "DequantizeLinear" && n.domain.empty() ? p : -1;
+}
+
+// (quantized value, scale, zero point) read by DequantizeLinear node `dq`.
+std::array<int, 3> dq_operands(PassContext& ctx, const Node& dq) {
+  const int zp =
+      dq.inputs.size() > 2 && dq.inputs[2] >= 0 ? dq.inputs[2] : ctx.zero_point_value(ctx.value(dq.inputs[0]).dtype);
+  return {dq.inputs[0], dq.inputs[1], zp};
+}
+
+// True when bias DequantizeLinear `db` has scale x_scale * w_scale[c] (float32) and zero point
+// 0, i.e. its int32 values are exactly what QLinearConv's B means.
+bool bias_scale_matches(const PassContext& ctx, const Node& db, const Node& dx, const Node& dw) {
+  const Graph& g = ctx.graph;
+  if (!is_constant_input(g, db, 1) || !is_constant_input(g, dx, 1) || !is_constant_input(g, dw, 1)) return false;
+  const auto bs = float_values(constant_input(g, db, 1, "scale"));
+  const auto xs = float_values(constant_input(g, dx, 1, "scale"));
+  const auto ws = float_values(constant_input(g, dw, 1, "scale"));
+  if (xs.size() != 1) return false;
+  if (is_constant_input(g, db, 2)) {
+    for (auto z : int_values(constant_input(g, db, 2, "zero point"))) {
+      if (z != 0) return false;
+    }
+  }
+  for (std::size_t c = 0; c < bs.size(); ++c) {
+    const float want = xs[0] * ws[ws.size() == 1 ? 0 : std::min(c, ws.size() - 1)];
+    if (std::abs(bs[c] - want) > 1e-6f * std::abs(want)) return false;
+  }
+  return bs.size() == 1 || bs.size() == ws.size();
+}
+
+void run(PassContext& ctx) {
+  Graph& g = ctx.graph;
+  std::vector<bool> dead(g.nodes.size(), false);
+  const std::size_t count = g.nodes.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const Node op = g.nodes[i];
+    if (!op.domain.empty() || op.outputs.size() != 1) continue;
+    const std::string t = op.op_type;
+    if (t != "Conv" && t != "MatMul" && t != "Add" && t != "Mul" && t != "Sub" && t != "GlobalAveragePool") continue;
+    const auto cons = g.consumers(op.outputs[0]);
+    if (cons.size() != 1 || ctx.is_graph_output(op.outputs[0])) continue;
+    const Node& q = g.nodes[static_cast<std::size_t>(cons[0])];
+    if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !ctx.qdq_params(q)) continue;
+    const bool binary = t == "Add" || t == "Mul" || t == "Sub";
+    const std::size_t data_inputs = t == "Conv" || t == "MatMul" || binary ? 2 : 1;
+    std::vector<int> dqs;
+    for (std::size_t k = 0; k < data_inputs && k < op.inputs.size(); ++k)
+      dqs.push_back(dq_producer(ctx, op.inputs[k], dead));
+    if (dqs.size() != data_inputs || std::count(dqs.begin(), dqs.end(), -1)) continue;
+    const Node& dx = g.nodes[static_cast<std::size_t>(dqs[0])];
+    if (!ctx.qdq_params(dx) || ctx.value(dx.inputs[0]).constant) continue;  // activation: per-tensor, run time
+    const int yzp = q.inputs.size() > 2 && q.inputs[2] >= 0 ? q.inputs[2] : ctx.zero_point_value(DType::UInt8);
+    Node fused;
+    fused.name = op.name;
+    fused.index = op.index;
+    fused.attributes = op.attributes;
+    fused.outputs = {q.outputs[0]};
+    auto x = dq_operands(ctx, dx);
+    if (t == "GlobalAveragePool") {
+      fused.op_type = "QLinearGlobalAveragePool";
+      fused.domain = "com.microsoft";
+      fused.attributes["channels_last"] = std::int64_t{0};
+      fused.inputs = {x[0], x[1], x[2], q.inputs[1], yzp};
+    } else {
+      const Node& dw = g.nodes[static_cast<std::size_t>(dqs[1])];
+      auto w = dq_operands(ctx, dw);
+      if (binary) {
+        // DQ, DQ -> Mul -> Q is what ONNX Runtime runs as QLinearMul (its QDQ fusion), with the
+        // contrib formula of expand_qlinear_elementwise(). ONNX Runtime does not fuse Sub: it
+        // runs DQ, Sub and Q in float32, which furiosa::QLinearSub (LowLevelSub) computes
+        // exactly, in the QLinearAdd operand layout.
+        if (!ctx.qdq_params(dw)) continue;
+        fused.op_type = t == "Add" ? "QLinearAdd" : t == "Mul" ? "QLinearMul" : "QLinearSub";
+        fused.domain = t == "Sub" ? "furiosa" : "com.microsoft";
+        fused.inputs = {x[0], x[1], x[2], w[0], w[1], w[2], q.inputs[1], yzp};
+      } else {
+        if (!ctx.value(dw.inputs[0]).constant) continue;  // weights must be constants
+        fused.op_type = t == "Conv" ? "QLinearConv" : "QLinearMatMul";
+        fused.inputs = {x[0], x[1], x[2], w[0], w[1], w[2], q.inputs[1], yzp};
+        if (t == "Conv" && op.inputs.size() > 2 && op.inputs[2] >= 0) {
+          // The bias must be DequantizeLinear(int32 B, x_scale * w_scale, 0).
+          const int db = dq_producer(ctx, op.inputs[2], dead);
+          if (db < 0 || ctx.value(g.nodes[static_cast<std::size_t>(db)].inputs[0]).dtype != DType::Int32) continue;
+          if (!bias_scale_matches(ctx, g.nodes[static_cast<std::size_t>(db)], dx, dw)) continue;
+          fused.inputs.push_back(g.nodes[static_cast<std::size_t>(db)].inputs[0]);
+        }
+      }
+    }
+    g.nodes[i] = std::move(fused);
+    dead[static_cast<std::size_t>(cons[0])] = true;
+    ctx.note_entry(q, "folded", g.nodes[i].op_type, "QDQ group fused into " + g.nodes[i].qualified_op());
+  }
+  ctx.compact(dead);
+}
+
+}  // namespace
+
+const Pass kFuseQdqOperators{"fuse_qdq_operators", run};
+
+}  // namespace furiosa::compiler::detail

@@ -1,0 +1,260 @@
+// The TFLite importer's driver (importer.h): run() over subgraph 0, the errors that name the model
+// and operator, the operator codes, the dispatch to the operator families, and the public
+// import_tflite* functions (compiler/tflite_import.h). The arithmetic each operator follows is
+// written at its mapping, with TFLite's source it comes from: multipliers (QuantizeMultiplier),
+// fused activations and windows in operator_common.cpp, the operator families in their files.
+#include <fmt/format.h>
+#include <flatbuffers/flatbuffers.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "furiosa/compiler/tflite_import.h"
+#include "furiosa/core/error.h"
+#include "furiosa/core/file_io.h"
+#include "graph_utils.h"
+#include "importer.h"
+
+namespace furiosa::compiler::detail::tflite {
+namespace {
+
+// Builtin operator names by code (the public BuiltinOperator enum, codes 0..145).
+constexpr std::array<const char*, 146> kBuiltinNames = {
+    "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "DEPTH_TO_SPACE",
+    "DEQUANTIZE", "EMBEDDING_LOOKUP", "FLOOR", "FULLY_CONNECTED", "HASHTABLE_LOOKUP",
+    "L2_NORMALIZATION", "L2_POOL_2D", "LOCAL_RESPONSE_NORMALIZATION", "LOGISTIC", "LSH_PROJECTION",
+    "LSTM", "MAX_POOL_2D", "MUL", "RELU", "RELU_N1_TO_1", "RELU6", "RESHAPE", "RESIZE_BILINEAR",
+    "RNN", "SOFTMAX", "SPACE_TO_DEPTH", "SVDF", "TANH", "CONCAT_EMBEDDINGS", "SKIP_GRAM", "CALL",
+    "CUSTOM", "EMBEDDING_LOOKUP_SPARSE", "PAD", "UNIDIRECTIONAL_SEQUENCE_RNN", "GATHER",
+    "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "TRANSPOSE", "MEAN", "SUB", "DIV", "SQUEEZE",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM", "STRIDED_SLICE", "BIDIRECTIONAL_SEQUENCE_RNN", "EXP", "TOPK_V2",
+    "SPLIT", "LOG_SOFTMAX", "DELEGATE", "BIDIRECTIONAL_SEQUENCE_LSTM", "CAST", "PRELU", "MAXIMUM",
+    "ARG_MAX", "MINIMUM", "LESS", "NEG", "PADV2", "GREATER", "GREATER_EQUAL", "LESS_EQUAL", "SELECT",
+    "SLICE", "SIN", "TRANSPOSE_CONV", "SPARSE_TO_DENSE", "TILE", "EXPAND_DIMS", "EQUAL", "NOT_EQUAL",
+    "LOG", "SUM", "SQRT", "RSQRT", "SHAPE", "POW", "ARG_MIN", "FAKE_QUANT", "REDUCE_PROD",
+    "REDUCE_MAX", "PACK", "LOGICAL_OR", "ONE_HOT", "LOGICAL_AND", "LOGICAL_NOT", "UNPACK",
+    "REDUCE_MIN", "FLOOR_DIV", "REDUCE_ANY", "SQUARE", "ZEROS_LIKE", "FILL", "FLOOR_MOD", "RANGE",
+    "RESIZE_NEAREST_NEIGHBOR", "LEAKY_RELU", "SQUARED_DIFFERENCE", "MIRROR_PAD", "ABS", "SPLIT_V",
+    "UNIQUE", "CEIL", "REVERSE_V2", "ADD_N", "GATHER_ND", "COS", "WHERE", "RANK", "ELU",
+    "REVERSE_SEQUENCE", "MATRIX_DIAG", "QUANTIZE", "MATRIX_SET_DIAG", "ROUND", "HARD_SWISH", "IF",
+    "WHILE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5", "SCATTER_ND", "SELECT_V2",
+    "DENSIFY", "SEGMENT_SUM", "BATCH_MATMUL", "PLACEHOLDER_FOR_GREATER_OP_CODES", "CUMSUM",
+    "CALL_ONCE", "BROADCAST_TO", "RFFT2D", "CONV_3D", "IMAG", "REAL", "COMPLEX_ABS", "HASHTABLE",
+    "HASHTABLE_FIND", "HASHTABLE_IMPORT", "HASHTABLE_SIZE", "REDUCE_ALL", "CONV_3D_TRANSPOSE",
+    "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "BROADCAST_ARGS"};
+
+// Builtin codes the importer maps.
+enum Builtin : int {
+  kAdd = 0,
+  kAveragePool2d = 1,
+  kConcatenation = 2,
+  kConv2d = 3,
+  kDepthwiseConv2d = 4,
+  kDequantize = 6,
+  kFullyConnected = 9,
+  kLogistic = 14,
+  kMaxPool2d = 17,
+  kReshape = 22,
+  kResizeBilinear = 23,
+  kSoftmax = 25,
+  kCustom = 32,
+  kPad = 34,
+  kGather = 36,
+  kMean = 40,
+  kStridedSlice = 45,
+  kCast = 53,
+  kArgMax = 56,
+  kTile = 69,
+  kShape = 77,
+  kArgMin = 79,
+  kPack = 83,
+  kFill = 94,
+  kRange = 96,
+  kResizeNearestNeighbor = 97,
+  kQuantize = 114,
+};
+constexpr std::array<int, 26> kSupported = {
+    kAdd,    kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d,       kDequantize, kFullyConnected,
+    kMaxPool2d, kReshape,    kResizeBilinear, kSoftmax, kPad,                 kArgMax,     kArgMin,
+    kResizeNearestNeighbor, kQuantize, kMean, kShape, kStridedSlice,         kPack,       kTile,
+    kGather, kCast,          kFill,          kRange,  kLogistic};
+
+// Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
+constexpr const char* kDetectionPostProcess = "TFLite_Detection_PostProcess";
+
+bool is_supported(int code) { return std::find(kSupported.begin(), kSupported.end(), code) != kSupported.end(); }
+
+}  // namespace
+
+Graph Importer::run() {
+  if (m_.version() != 3) {
+    load_failed(fmt::format("TFLite schema version {} is not supported (version 3 only)", m_.version()));
+  }
+  if (!m_.subgraphs() || m_.subgraphs()->size() == 0) load_failed("the model has no subgraph");
+  sg_ = m_.subgraphs()->Get(0);
+  g_.name = sg_->name() && sg_->name()->size() ? sg_->name()->str() : "tflite";
+  read_tensors();
+  check_operators();
+  if (sg_->inputs()) {
+    for (int t : *sg_->inputs()) add_graph_input(tensor_index(t, "subgraph input"));
+  }
+  if (sg_->operators()) {
+    for (flatbuffers::uoffset_t i = 0; i < sg_->operators()->size(); ++i) {
+      const fb::Operator& op = *sg_->operators()->Get(i);
+      op_index_ = static_cast<int>(i);
+      code_ = builtin_code(op);
+      op_name_ = code_ == kCustom ? custom_code(op) : tflite_builtin_name(code_);
+      map_operator(op);
+    }
+  }
+  op_index_ = -1;
+  if (!sg_->outputs() || sg_->outputs()->size() == 0) load_failed("subgraph 0 has no outputs");
+  for (int t : *sg_->outputs()) {
+    const int ti = tensor_index(t, "subgraph output");
+    if (t_[ti].model < 0 && t_[ti].nchw < 0 && !t_[ti].data) {
+      throw Error(ErrorCode::IncompatibleModel,
+                  fmt::format("{}: output tensor '{}' is produced by no operator", source_, t_[ti].name));
+    }
+    const int v = model_view(ti);
+    if (std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end()) g_.outputs.push_back(v);
+  }
+  return std::move(g_);
+}
+
+void Importer::load_failed(const std::string& msg) const {
+  throw Error(ErrorCode::ModelLoadFailed, fmt::format("{}: {}", source_, msg), ErrorSubject::of_file(source_));
+}
+
+std::string Importer::where() const {
+  return op_index_ < 0 ? source_ : fmt::format("{}: operator {} ({})", source_, op_index_, op_name_);
+}
+
+void Importer::bad(const std::string& msg) const {
+  throw Error(ErrorCode::IncompatibleModel, fmt::format("{}: {}", where(), msg));
+}
+
+void Importer::unsupported(const std::string& msg) const {
+  throw Error(ErrorCode::UnsupportedOperator, fmt::format("{}: {}", where(), msg));
+}
+
+std::string Importer::custom_code(const fb::Operator& op) const {
+  const fb::OperatorCode& c = *m_.operator_codes()->Get(op.opcode_index());  // checked by builtin_code
+  return c.custom_code() ? c.custom_code()->str() : "";
+}
+
+int Importer::builtin_code(const fb::Operator& op) const {
+  const auto* codes = m_.operator_codes();
+  if (!codes || op.opcode_index() >= codes->size()) {
+    load_failed(fmt::format("operator {} has opcode index {}, the model has {} operator codes", op_index_,
+                            op.opcode_index(), codes ? codes->size() : 0));
+  }
+  const fb::OperatorCode& c = *codes->Get(op.opcode_index());
+  // Files from before code 127 only fill the int8 field; newer ones fill both.
+  return std::max<int>(c.deprecated_builtin_code(), c.builtin_code());
+}
+
+void Importer::check_operators() const {
+  if (!sg_->operators()) return;
+  std::vector<std::string> bad_ops;
+  for (flatbuffers::uoffset_t i = 0; i < sg_->operators()->size(); ++i) {
+    const fb::Operator& op = *sg_->operators()->Get(i);
+    const int code = builtin_code(op);
+    if (is_supported(code)) continue;
+    if (code == kCustom && custom_code(op) == kDetectionPostProcess) continue;
+    std::string what = fmt::format("operator {}: {} (builtin code {})", i, tflite_builtin_name(code), code);
+    if (code == kCustom) {
+      const fb::OperatorCode& c = *m_.operator_codes()->Get(op.opcode_index());
+      what += fmt::format(", custom code '{}'", c.custom_code() ? c.custom_code()->str() : "");
+    }
+    bad_ops.push_back(what);
+  }
+  if (bad_ops.empty()) return;
+  std::string msg = fmt::format("{}: {} TFLite operator(s) cannot run:", source_, bad_ops.size());
+  for (const auto& b : bad_ops) msg += "\n  " + b;
+  msg += "\nsupported TFLite operators:";
+  for (const auto& s : tflite_supported_operators()) msg += " " + s;
+  throw Error(ErrorCode::UnsupportedOperator, msg);
+}
+
+void Importer::map_operator(const fb::Operator& op) {
+  switch (code_) {
+    case kConv2d: return conv(op, false);
+    case kDepthwiseConv2d: return conv(op, true);
+    case kFullyConnected: return fully_connected(op);
+    case kAdd: return add(op);
+    case kMaxPool2d: return pool(op, true);
+    case kAveragePool2d: return pool(op, false);
+    case kReshape: return reshape(op);
+    case kSoftmax: return softmax(op);
+    case kLogistic: return logistic(op);
+    case kConcatenation: return concatenation(op);
+    case kPad: return pad(op);
+    case kQuantize: return quantize(op);
+    case kDequantize: return dequantize(op);
+    case kResizeBilinear: return resize(op, true);
+    case kResizeNearestNeighbor: return resize(op, false);
+    case kArgMax: return arg_min_max(op, true);
+    case kArgMin: return arg_min_max(op, false);
+    case kMean: return mean(op);
+    case kShape: return shape_op(op);
+    case kStridedSlice: return strided_slice(op);
+    case kPack: return pack(op);
+    case kTile: return tile(op);
+    case kGather: return gather(op);
+    case kCast: return cast(op);
+    case kFill: return fill(op);
+    case kRange: return range(op);
+    case kCustom:
+      if (op_name_ == kDetectionPostProcess) return detection_postprocess(op);
+      unsupported("is not supported");
+    default: unsupported("is not supported");  // check_operators() already refused it
+  }
+}
+
+}  // namespace furiosa::compiler::detail::tflite
+
+namespace furiosa::compiler {
+
+namespace fb = furiosa::tflite_fb;
+using detail::tflite::kBuiltinNames;
+using detail::tflite::kDetectionPostProcess;
+using detail::tflite::kSupported;
+
+std::string tflite_builtin_name(int code) {
+  if (code >= 0 && static_cast<std::size_t>(code) < kBuiltinNames.size()) return kBuiltinNames[static_cast<std::size_t>(code)];
+  return fmt::format("BUILTIN_{}", code);
+}
+
+std::vector<std::string> tflite_supported_operators() {
+  std::vector<std::string> out;
+  for (int code : kSupported) out.push_back(tflite_builtin_name(code));
+  out.push_back(std::string("CUSTOM:") + kDetectionPostProcess);
+  return out;
+}
+
+bool is_tflite_bytes(const std::string& bytes) noexcept {
+  return bytes.size() >= 8 && std::memcmp(bytes.data() + 4, fb::ModelIdentifier(), 4) == 0;
+}
+
+Graph import_tflite_bytes(const std::string& bytes, const std::string& source, const LoadLimits& limits) {
+  if (!is_tflite_bytes(bytes)) {
+    throw Error(ErrorCode::ModelLoadFailed,
+                fmt::format("'{}' is not a TFLite model (no \"TFL3\" identifier at byte 4)", source),
+                ErrorSubject::of_file(source));
+  }
+  flatbuffers::Verifier verifier(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  if (!fb::VerifyModelBuffer(verifier)) {
+    throw Error(ErrorCode::ModelLoadFailed,
+                fmt::format("'{}' is not a valid TFLite model (the FlatBuffer fails verification: truncated or "
+                            "corrupt)", source),
+                ErrorSubject::of_file(source));
+  }
+  return detail::tflite::Importer(*fb::GetModel(bytes.data()), source, limits).run();
+}
+
+Graph import_tflite(const std::filesystem::path& path, const LoadLimits& limits) {
+  return import_tflite_bytes(read_regular_file(path, ErrorCode::ModelLoadFailed, "model file"), path.string(), limits);
+}
+
+}  // namespace furiosa::compiler

@@ -1,0 +1,295 @@
+// The TFLite importer's shared state (compiler/tflite_import.h is the public side): one Importer
+// per model, its member functions spread by concept over the files of this folder:
+//   importer.cpp        the driver: run(), errors, operator codes, the operator dispatch, the
+//                       public import_tflite* functions
+//   tensors.cpp         tensors, buffers and quantization parameters; IR values and nodes; the
+//                       NHWC / NCHW views of a tensor
+//   operator_common.cpp arity and type checks, fused activations, windows, fixed-point
+//                       multipliers, lookup-table attributes
+//   conv.cpp            CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
+//   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST
+//   pooling.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, RESIZE_*, MEAN, ARG_MAX, ARG_MIN
+//   data_movement.cpp   RESHAPE, CONCATENATION, PAD, SHAPE, STRIDED_SLICE, PACK, TILE, GATHER,
+//                       FILL, RANGE
+//   detection.cpp       TFLite_Detection_PostProcess
+// The tables and multipliers are computed by the importer; the device only knows the generic
+// fixed-point rule (isa.h) and 256-entry tables (host/lookup_table.h).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "furiosa/compiler/graph.h"
+#include "furiosa/core/limits.h"
+#include "furiosa/host/lookup_table.h"
+#include "tflite_subset_generated.h"
+
+namespace furiosa::compiler::detail::tflite {
+
+namespace fb = furiosa::tflite_fb;
+
+/// The schema's name of a tensor type ("INT16"), or "type <n>" for a number it does not name.
+std::string type_name(fb::TensorType t);
+
+/// std::round of v as int32, saturated (v may be huge for extreme scales; the results are clamped
+/// to an 8-bit range afterwards anyway).
+inline std::int32_t round_to_int(double v) {
+  return static_cast<std::int32_t>(std::clamp(std::round(v), -1.0e9, 1.0e9));
+}
+
+/// NHWC axis -> NCHW axis (0..3).
+inline std::int64_t nchw_axis(std::int64_t nhwc_axis) {
+  static constexpr std::array<std::int64_t, 4> map = {0, 2, 3, 1};
+  return map[static_cast<std::size_t>(nhwc_axis)];
+}
+
+/// Per-tensor quantization of an activation.
+struct Quant {
+  float scale = 1.0f;
+  std::int32_t zero_point = 0;
+};
+
+/// Quantization of a (weight) tensor: one entry, or one per index of `dim`.
+struct ChannelQuant {
+  std::vector<float> scales;
+  std::vector<std::int64_t> zero_points;
+  int dim = 0;
+};
+
+/// Everything the importer knows about one TFLite tensor.
+struct TInfo {
+  std::string name;
+  fb::TensorType type = fb::TensorType::FLOAT32;
+  std::optional<DType> dtype;
+  Shape shape;                                              ///< the model's own shape (NHWC for images)
+  const fb::QuantizationParameters* q = nullptr;
+  const flatbuffers::Vector<std::uint8_t>* data = nullptr;  ///< constant data, or null
+  int model = -1;                                           ///< IR value in the model's layout
+  int nchw = -1;                                            ///< IR value in NCHW (4-D tensors only)
+};
+
+/// Maps subgraph 0 of one verified model to the graph IR. Single use: construct, then run() once.
+/// Borrows the model's bytes for its lifetime. Every error is an Error naming the model and, while
+/// an operator is mapped, the operator's index and name (where()).
+class Importer {
+ public:
+  Importer(const fb::Model& model, std::string source, const LoadLimits& limits)
+      : m_(model), source_(std::move(source)), limits_(limits) {}
+
+  /// The whole mapping: tensors, then the operators in order, then the outputs.
+  Graph run();
+
+ private:
+  // ---- errors (importer.cpp) --------------------------------------------------------------------
+  /// Error(ModelLoadFailed) naming the model.
+  [[noreturn]] void load_failed(const std::string& msg) const;
+  /// The model, and the operator being mapped (index and name) if any.
+  std::string where() const;
+  /// Error(IncompatibleModel) naming where().
+  [[noreturn]] void bad(const std::string& msg) const;
+  /// Error(UnsupportedOperator) naming where().
+  [[noreturn]] void unsupported(const std::string& msg) const;
+
+  // ---- operator codes and dispatch (importer.cpp) -----------------------------------------------
+  /// The custom_code of a CUSTOM operator ("" when absent).
+  std::string custom_code(const fb::Operator& op) const;
+  /// The builtin code of an operator (either field of its OperatorCode).
+  int builtin_code(const fb::Operator& op) const;
+  /// Refuses every operator outside the supported set, all listed in one error.
+  void check_operators() const;
+  /// Maps one operator by its code (code_, op_name_).
+  void map_operator(const fb::Operator& op);
+
+  // ---- tensors and quantization (tensors.cpp) ---------------------------------------------------
+  /// Checks a tensor index read from the model.
+  int tensor_index(int t, const char* what) const;
+  /// Fills t_ from subgraph 0, checking every declared size against the limits and the buffers.
+  void read_tensors();
+  /// What the importer knows about tensor t.
+  const TInfo& info(int t) const { return t_[static_cast<std::size_t>(t)]; }
+  /// The same, mutable.
+  TInfo& info(int t) { return t_[static_cast<std::size_t>(t)]; }
+  /// The IR type of tensor t, or Error(IncompatibleModel) for a type the IR lacks.
+  DType dtype(int t) const;
+  /// The constant data of tensor t as a host tensor in the model's layout.
+  Tensor constant_tensor(int t) const;
+  /// The quantization parameters of tensor t (one or per channel), checked.
+  ChannelQuant channel_quant(int t) const;
+  /// Per-tensor quantization of an 8-bit activation.
+  Quant quant(int t) const;
+  /// The integer values of constant tensor t (int32 or int64).
+  std::vector<std::int64_t> int_constant(int t, const char* what) const;
+
+  // ---- IR values and nodes (tensors.cpp) --------------------------------------------------------
+  /// `name`, or `name#k` when taken.
+  std::string unique_name(const std::string& name);
+  /// A new IR value with a static shape; returns its id.
+  int add_value(const std::string& name, DType d, Shape shape, std::string format = {});
+  /// A new constant IR value holding `t`.
+  int add_constant(const std::string& name, Tensor t);
+  /// A float32 scale constant: a scalar for one scale, else 1-D.
+  int scale_constant(const std::string& name, const std::vector<float>& scales);
+  /// A zero-point constant of type d: a scalar for one zero point, else 1-D.
+  int zero_point_constant(const std::string& name, DType d, const std::vector<std::int64_t>& zps);
+  /// An int64 constant holding `shape` (a Reshape target).
+  int shape_constant(const std::string& name, const Shape& shape);
+  /// Appends a node of the current operator, named after it (plus `suffix`).
+  void add_node(const std::string& op_type, const std::string& domain, std::vector<int> inputs,
+                std::vector<int> outputs, std::map<std::string, Attribute> attributes,
+                const std::string& suffix = {});
+  /// Marks tensor t a graph input (constants listed as inputs stay constants).
+  void add_graph_input(int t);
+
+  // ---- layouts (tensors.cpp) --------------------------------------------------------------------
+  /// The NCHW shape of 4-D tensor t.
+  Shape nchw_shape(int t) const;
+  /// Tensor t in the model's own layout (NHWC for 4-D).
+  int model_view(int t);
+  /// Tensor t (4-D) in NCHW.
+  int nchw_view(int t);
+  /// Tensor t as an operand of an element-wise or flattening operator: the NCHW view when that is
+  /// the only one and its element order equals the model's, else the model's layout.
+  int ordered_view(int t);
+  /// A new IR value for output tensor t in NCHW.
+  int output_nchw(int t);
+  /// A new IR value for output tensor t in the model's layout.
+  int output_model(int t);
+  /// An int64 IR value of an int32/int64 tensor: an int64 constant, or a Cast of a computed value.
+  int int64_view(int t, const char* what);
+
+  // ---- operator checks and shared rules (operator_common.cpp) -----------------------------------
+  /// The operator's input tensors (-1 for an omitted optional input).
+  std::vector<int> op_inputs(const fb::Operator& op) const;
+  /// The operator's output tensors.
+  std::vector<int> op_outputs(const fb::Operator& op) const;
+  /// min_in..max_in inputs (the first min_in present) and one output.
+  void require_arity(const std::vector<int>& in, std::size_t min_in, std::size_t max_in, const std::vector<int>& out) const;
+  /// Exactly n_in inputs, all present, and n_out outputs.
+  void require_outputs(const std::vector<int>& in, std::size_t n_in, const std::vector<int>& out, std::size_t n_out) const;
+  /// The compute operators take 8-bit activations of one type.
+  void require_quantized(std::initializer_list<int> tensors) const;
+  /// Tensor t must be a constant.
+  void require_constant(int t, const char* what) const;
+  /// A weight tensor the NPU can take: a constant of uint8 or int8.
+  void require_quantized_weight(int w) const;
+  /// The output clamp of a fused activation (TFLite CalculateActivationRangeQuantized).
+  std::array<std::int32_t, 2> activation_range(fb::ActivationFunctionType act, int y) const;
+  /// Explicit pads and output size of one spatial dim.
+  struct Dim {
+    std::int64_t before = 0, after = 0, out = 0;
+  };
+  /// One spatial dim of a window (TFLite ComputePaddingHeightWidth: SAME puts the odd padding
+  /// element at the end).
+  Dim window_dim(fb::Padding padding, std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation) const;
+  /// Output tensor y must have the shape the operator computes.
+  void check_output_shape(int y, const Shape& expected_nhwc) const;
+  /// The fixed-point multiplier attributes of a requantizing node.
+  void add_fixed_point(std::map<std::string, Attribute>& attrs, const Quant& x, const std::vector<float>& w_scales,
+                       const Quant& y, std::array<std::int32_t, 2> range) const;
+  /// Binds value v to output tensor y, clamped to `range` where that is narrower than the type's.
+  void bind_clamped(int v, int y, bool nchw, std::array<std::int32_t, 2> range);
+  /// The attributes of a furiosa::Requantize node that maps x to y by `table`.
+  std::map<std::string, Attribute> requantize_attrs(const Quant& x, const Quant& y, DType y_dtype,
+                                                    const host::LookupTable& table) const;
+  /// Maps tensor x to output tensor y element by element through `table` (a furiosa::Requantize
+  /// with x's and y's parameters), in NCHW when that is the only view of x so far.
+  void map_by_table(int x, int y, const Quant& xq, const Quant& yq, DType y_dtype, const host::LookupTable& table);
+  /// The ONNX TensorProto type number of an IR dtype (Cast's `to`).
+  static std::int64_t onnx_type(DType d);
+
+  // ---- convolution and fully connected (conv.cpp) -----------------------------------------------
+  /// The tensors of a weighted operator; b is -1 without a bias.
+  struct WeightedOperands {
+    int x = -1, w = -1, b = -1, y = -1;
+  };
+  /// The operands of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED, checked: input, weight and an
+  /// optional bias, one output; x and y 8-bit of one type, w a constant 8-bit weight.
+  WeightedOperands weighted_operands(const fb::Operator& op) const;
+  /// CONV_2D / DEPTHWISE_CONV_2D -> QLinearConv on the NCHW view.
+  void conv(const fb::Operator& op, bool depthwise);
+  /// int8 weights must be symmetric (zero point 0).
+  void require_symmetric_int8(int w, const ChannelQuant& wq) const;
+  /// The eight operands of QLinearConv / QLinearMatMul, in order: xv (x's IR value), x's scale and
+  /// zero point, the weight constant `w_data` (named `w_name`) with w's quantization, y's scale and
+  /// zero point; the constants are named "<y>/<names[i]>_scale" / "_zero_point".
+  std::vector<int> qlinear_operands(int xv, int x, const Quant& xq, const std::string& w_name, Tensor w_data, int w,
+                                    const ChannelQuant& wq, int y, const Quant& yq, std::array<const char*, 2> names);
+  /// The int32 [channels] bias constant b.
+  int bias_constant(int b, std::int64_t channels);
+  /// FULLY_CONNECTED -> QLinearMatMul on rows (+ Reshape).
+  void fully_connected(const fb::Operator& op);
+
+  // ---- element-wise operators (elementwise.cpp) -------------------------------------------------
+  /// ADD -> com.microsoft QLinearAdd with TFLite's fixed-point rule.
+  void add(const fb::Operator& op);
+  /// SOFTMAX -> Softmax in float (between DequantizeLinear and QuantizeLinear when 8-bit).
+  void softmax(const fb::Operator& op);
+  /// LOGISTIC -> furiosa::Requantize with TFLite's table (8-bit) or Sigmoid (float32).
+  void logistic(const fb::Operator& op);
+  /// QUANTIZE -> QuantizeLinear (float input) or furiosa::Requantize (8-bit input).
+  void quantize(const fb::Operator& op);
+  /// DEQUANTIZE -> DequantizeLinear.
+  void dequantize(const fb::Operator& op);
+  /// CAST -> Cast of the stored values.
+  void cast(const fb::Operator& op);
+
+  // ---- pooling, resizing, reductions (pooling.cpp) ----------------------------------------------
+  /// MAX_POOL_2D -> MaxPool, AVERAGE_POOL_2D -> furiosa::QuantizedAveragePool.
+  void pool(const fb::Operator& op, bool max);
+  /// RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR -> Resize with TFLite's arithmetic.
+  void resize(const fb::Operator& op, bool bilinear);
+  /// MEAN -> furiosa::QuantizedMean (8-bit) or ReduceMean (float32).
+  void mean(const fb::Operator& op);
+  /// ARG_MAX / ARG_MIN -> ArgMax / ArgMin (+ Cast to int32).
+  void arg_min_max(const fb::Operator& op, bool max);
+
+  // ---- reshapes, concatenation, data movement (data_movement.cpp) -------------------------------
+  /// RESHAPE -> Reshape to the output tensor's shape.
+  void reshape(const fb::Operator& op);
+  /// CONCATENATION -> Concat, inputs rescaled by table where their parameters differ.
+  void concatenation(const fb::Operator& op);
+  /// PAD -> Concat with constant blocks of the zero point.
+  void pad(const fb::Operator& op);
+  /// SHAPE -> a constant.
+  void shape_op(const fb::Operator& op);
+  /// STRIDED_SLICE -> Slice (+ Reshape).
+  void strided_slice(const fb::Operator& op);
+  /// PACK -> Reshape each input, Concat.
+  void pack(const fb::Operator& op);
+  /// TILE -> Tile.
+  void tile(const fb::Operator& op);
+  /// GATHER -> Gather.
+  void gather(const fb::Operator& op);
+  /// FILL -> Expand.
+  void fill(const fb::Operator& op);
+  /// RANGE -> Range.
+  void range(const fb::Operator& op);
+
+  // ---- detection post-processing (detection.cpp) ------------------------------------------------
+  /// A float32 view of a detection input: the tensor itself, or its DequantizeLinear (uint8/int8).
+  int float_view(int t, const char* what);
+  /// TFLite_Detection_PostProcess -> furiosa::TFLiteDetectionPostProcess.
+  void detection_postprocess(const fb::Operator& op);
+
+  const fb::Model& m_;
+  std::string source_;
+  LoadLimits limits_;
+  std::uint64_t constant_bytes_ = 0;  ///< all tensors' buffer bytes so far (limits_.max_total_bytes)
+  const fb::SubGraph* sg_ = nullptr;
+  Graph g_;
+  std::vector<TInfo> t_;
+  std::set<std::string> names_;
+  int op_index_ = -1;  ///< the operator being mapped, -1 outside
+  int code_ = -1;      ///< its builtin code
+  std::string op_name_;
+};
+
+}  // namespace furiosa::compiler::detail::tflite
