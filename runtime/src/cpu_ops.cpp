@@ -20,46 +20,28 @@
 namespace furiosa::runtime::detail {
 namespace {
 
-// Index of the quantization parameter for element i (per-axis when several are given).
-struct AxisIndexer {
-  std::int64_t inner = 1, dim = 1;
-  bool per_axis = false;
-  AxisIndexer(const program::CpuOp& op, const Shape& shape) {
-    per_axis = op.scales.size() > 1;
-    if (!per_axis) return;
-    dim = shape[static_cast<std::size_t>(op.axis)];
-    for (std::size_t d = static_cast<std::size_t>(op.axis) + 1; d < shape.size(); ++d) inner *= shape[d];
-  }
-  std::size_t operator()(std::int64_t i) const {
-    return per_axis ? static_cast<std::size_t>((i / inner) % dim) : 0;
-  }
-};
+/// The parameter axis of a Quantize/Dequantize step: op.axis when it has one parameter per index
+/// of that axis, -1 (per tensor) when it has one.
+std::int64_t param_axis(const program::CpuOp& op) { return op.scales.size() > 1 ? op.axis : -1; }
 
-// Quantizes / dequantizes block by block: the whole tensor at once for per-tensor parameters,
-// one run of `inner` elements per parameter index for per-axis ones. The arithmetic is the
-// project's one rule (host/quantize.h).
+// Quantizes / dequantizes block by block with the project's one rule (host/quantize.h): the
+// whole tensor at once for per-tensor parameters, one run per parameter index for per-axis ones.
 template <class Q>
 void quantize(const program::CpuOp& op, const Shape& shape, const float* x, Q* y) {
-  const AxisIndexer idx(op, shape);
-  const std::int64_t n = element_count(shape);
-  const std::int64_t block = idx.per_axis ? idx.inner : n;
   const host::Rounding rounding =
       op.round_half_away_from_zero ? host::Rounding::HalfAwayFromZero : host::Rounding::HalfToEven;
-  for (std::int64_t i = 0; i < n; i += block) {
-    const std::size_t c = idx(i);
-    host::quantize(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c], rounding);
-  }
+  host::for_each_quant_block(shape, param_axis(op), [&](std::int64_t at, std::int64_t len, std::int64_t k) {
+    const auto c = static_cast<std::size_t>(k);
+    host::quantize(x + at, y + at, len, op.scales[c], op.zero_points[c], rounding);
+  });
 }
 
 template <class Q>
 void dequantize(const program::CpuOp& op, const Shape& shape, const Q* x, float* y) {
-  const AxisIndexer idx(op, shape);
-  const std::int64_t n = element_count(shape);
-  const std::int64_t block = idx.per_axis ? idx.inner : n;
-  for (std::int64_t i = 0; i < n; i += block) {
-    const std::size_t c = idx(i);
-    host::dequantize(x + i, y + i, std::min(block, n - i), op.scales[c], op.zero_points[c]);
-  }
+  host::for_each_quant_block(shape, param_axis(op), [&](std::int64_t at, std::int64_t len, std::int64_t k) {
+    const auto c = static_cast<std::size_t>(k);
+    host::dequantize(x + at, y + at, len, op.scales[c], op.zero_points[c]);
+  });
 }
 
 }  // namespace

@@ -115,6 +115,9 @@ def test_metrics_pass_promtool_and_are_scraped_by_prometheus(tmp_path):
                 except requests.ConnectionError:
                     time.sleep(0.2)
                     continue
+                if r.status_code == 503:  # Prometheus answers 503 until its storage is ready
+                    time.sleep(0.2)
+                    continue
                 body = r.json()
                 assert body["status"] == "success", body
                 if body["data"]["result"]:

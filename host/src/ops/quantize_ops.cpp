@@ -64,25 +64,6 @@ OutInfos infer_dequantize(const Ctx& c) {
   return {{DType::Float32, x}};
 }
 
-// Loops over x as [outer, n, inner] with n along `axis` (axis -1: per tensor, n = 1).
-template <class Fn>
-void per_axis(const Shape& x, std::int64_t axis, Fn&& fn) {
-  std::int64_t outer = 1, n = 1, inner = 1;
-  for (std::size_t d = 0; d < x.size(); ++d) {
-    const auto di = static_cast<std::int64_t>(d);
-    if (axis < 0 || di > axis) {
-      inner *= x[d];
-    } else if (di < axis) {
-      outer *= x[d];
-    } else {
-      n = x[d];
-    }
-  }
-  for (std::int64_t a = 0; a < outer; ++a) {
-    for (std::int64_t k = 0; k < n; ++k) fn((a * n + k) * inner, inner, k);
-  }
-}
-
 // One element by the project's one quantization rule (host/quantize.h).
 template <class Q>
 Q quantize_value(float v, float scale, std::int32_t zp) {
@@ -111,7 +92,7 @@ std::vector<Tensor> run_quantize(const Ctx& c, const OutInfos& o) {
     using Q = decltype(tag);
     if constexpr (std::is_same_v<Q, std::uint8_t> || std::is_same_v<Q, std::int8_t>) {
       Q* out = y.as<Q>().data();
-      per_axis(x.shape(), axis, [&](std::int64_t at, std::int64_t len, std::int64_t k) {
+      host::for_each_quant_block(x.shape(), axis, [&](std::int64_t at, std::int64_t len, std::int64_t k) {
         const float s = scales[static_cast<std::size_t>(k)];
         const auto z = static_cast<std::int32_t>(zps.empty() ? 0 : zps[static_cast<std::size_t>(k)]);
         for (std::int64_t j = 0; j < len; ++j) out[at + j] = quantize_value<Q>(xf[static_cast<std::size_t>(at + j)], s, z);
@@ -131,7 +112,7 @@ std::vector<Tensor> run_dequantize(const Ctx& c, const OutInfos& o) {
   const auto xv = int_values(x);
   Tensor y(o[0].first, o[0].second);
   float* out = y.as<float>().data();
-  per_axis(x.shape(), axis, [&](std::int64_t at, std::int64_t len, std::int64_t k) {
+  host::for_each_quant_block(x.shape(), axis, [&](std::int64_t at, std::int64_t len, std::int64_t k) {
     const float s = scales[static_cast<std::size_t>(k)];
     const std::int64_t z = zps.empty() ? 0 : zps[static_cast<std::size_t>(k)];
     for (std::int64_t j = 0; j < len; ++j) {

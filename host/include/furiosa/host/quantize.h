@@ -63,4 +63,24 @@ void dequantize(const std::uint8_t* x, float* y, std::int64_t n, float scale, st
 void dequantize(const std::int8_t* x, float* y, std::int64_t n, float scale, std::int32_t zero_point);
 void dequantize(const std::int32_t* x, float* y, std::int64_t n, float scale, std::int32_t zero_point);
 
+/// Calls fn(offset, length, k) for every contiguous run of a row-major tensor of `shape` whose
+/// elements share one quantization parameter: with per-axis parameters (ONNX QuantizeLinear /
+/// DequantizeLinear `axis`, 0 <= axis < rank) the runs of elements whose index along `axis` is
+/// k, in memory order; with axis < 0 (per tensor) one run of the whole tensor and k = 0. Offsets
+/// and lengths count elements. The one per-axis loop of the host operators and the runtime's
+/// Quantize/Dequantize steps.
+template <class Fn>
+void for_each_quant_block(const Shape& shape, std::int64_t axis, Fn&& fn) {
+  std::int64_t outer = 1, n = 1, inner = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const auto di = static_cast<std::int64_t>(d);
+    if (axis < 0 || di > axis) inner *= shape[d];
+    else if (di < axis) outer *= shape[d];
+    else n = shape[d];
+  }
+  for (std::int64_t a = 0; a < outer; ++a) {
+    for (std::int64_t k = 0; k < n; ++k) fn((a * n + k) * inner, inner, k);
+  }
+}
+
 }  // namespace furiosa::host

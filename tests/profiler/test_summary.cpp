@@ -1,5 +1,6 @@
-// Inference summary: percentiles by linear interpolation (the SDK's method), mean, filtering by
-// name, formatting in the SDK's layout.
+// The inference summary (report.h summarize_inferences, format_summary): percentiles by linear
+// interpolation (the SDK's method), mean, filtering by name, the SDK's layout. The other
+// reports are tested in test_reports.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
