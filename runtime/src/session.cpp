@@ -28,6 +28,7 @@
 #include "furiosa/host/cpu_ops.h"
 #include "furiosa/device/backends.h"
 #include "furiosa/device/device_spec.h"
+#include "furiosa/profiler/device_execution.h"
 
 namespace furiosa::runtime::detail {
 
@@ -43,6 +44,27 @@ std::string format_of(const Shape& s) {
 }
 
 }  // namespace
+
+profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t, const device::DeviceFile& file) {
+  profiler::DeviceExecution e;
+  e.card = file.card;
+  e.pe_index = file.first_pe;
+  e.execution_index = static_cast<std::int64_t>(t.execution_index);
+  e.load_start_ns = t.load_start_ns;
+  e.load_end_ns = t.load_end_ns;
+  e.exec_start_ns = t.exec_start_ns;
+  e.exec_end_ns = t.exec_end_ns;
+  e.store_start_ns = t.store_start_ns;
+  e.store_end_ns = t.store_end_ns;
+  e.cycles = static_cast<std::int64_t>(t.kernel_cycles);
+  e.kernels.reserve(t.kernels.size());
+  for (const auto& k : t.kernels) {
+    e.kernels.push_back({isa::kernel_name(k.kind), k.start_ns, k.end_ns, k.operator_index, k.instruction_index,
+                         static_cast<std::int64_t>(k.cycles)});
+  }
+  for (const auto& b : t.backend_spans) e.backend_intervals.push_back({b.name, b.start_ns, b.end_ns});
+  return e;
+}
 
 Model model_of(const compiler::CompiledModel& compiled) {
   // Formats: the axis naming the compiler recorded for the slot (e.g. "NHWC" for TFLite
@@ -629,39 +651,7 @@ void Session::record_device_event(profiler::Profiler* prof, const DeviceSlot& de
 void Session::record_npu_spans(profiler::Profiler& prof, const DeviceSlot& dev, const device::ExecutionTiming& t,
                                const profiler::SpanContext& parent, std::uint64_t flow_id) {
   if (!prof.is_recording() || !parent.valid()) return;
-  const auto& file = dev.device->file();
-  auto npu = [&](std::string name, std::int64_t s, std::int64_t e, std::uint64_t parent_id) {
-    profiler::SpanRecord r;
-    r.trace_id = parent.trace_id;
-    r.span_id = prof.next_span_id();
-    r.parent_span_id = parent_id;
-    r.name = std::move(name);
-    r.cat = profiler::Category::NPU;
-    r.start_ns = s;
-    r.end_ns = e;
-    r.card = file.card;
-    r.pe_index = file.first_pe;
-    r.execution_index = static_cast<std::int64_t>(t.execution_index);
-    return r;
-  };
-  prof.record(npu("Load", t.load_start_ns, t.load_end_ns, parent.span_id));
-  auto exec = npu("Execution", t.exec_start_ns, t.exec_end_ns, parent.span_id);
-  exec.flow_id = flow_id;
-  exec.cycles = static_cast<std::int64_t>(t.kernel_cycles);
-  const std::uint64_t exec_id = exec.span_id;
-  prof.record(std::move(exec));
-  for (const auto& k : t.kernels) {
-    auto r = npu(std::string(isa::kernel_name(k.kind)), k.start_ns, k.end_ns, exec_id);
-    r.operator_index = k.operator_index;
-    r.instruction_index = k.instruction_index;
-    r.cycles = static_cast<std::int64_t>(k.cycles);
-    prof.record(std::move(r));
-  }
-  prof.record(npu("Store", t.store_start_ns, t.store_end_ns, parent.span_id));
-  // The backend's own spans of this execution (e.g. the simulator's SimOverrun), as it named them.
-  for (const auto& extra : t.backend_spans) {
-    prof.record(npu(extra.name, extra.start_ns, extra.end_ns, parent.span_id));
-  }
+  profiler::record_device_execution(prof, device_execution_of(t, dev.device->file()), parent, flow_id);
 }
 
 void Session::run_cpu(std::size_t step, const compiler::CpuOp& op, Buffers& b, profiler::Profiler* prof,

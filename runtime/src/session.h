@@ -15,6 +15,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
+#include "furiosa/profiler/device_execution.h"
 #include "furiosa/runtime/runner.h"
 #include "model_source.h"
 
@@ -23,6 +24,10 @@ namespace furiosa::runtime::detail {
 /// What a session is created from: the public SessionOptions.
 using SessionConfig = SessionOptions;
 
+
+/// The profiler's description of one execution on `file` from the device's timing (the names
+/// it holds borrow from `t` and the kernel-name table: use it while `t` lives).
+profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t, const device::DeviceFile& file);
 
 /// The model description (inputs, outputs, formats) of a compiled model.
 Model model_of(const compiler::CompiledModel& compiled);
