@@ -96,8 +96,8 @@ void Submitter::submit(std::vector<Tensor> inputs, std::any context) {
     --mailbox->waiting;
     mailbox->cv.notify_all();
   };
-  state_->session->execute_async(std::make_shared<const std::vector<Tensor>>(std::move(inputs)), std::move(done),
-                                 std::move(on_start));
+  state_->session->start(std::make_shared<const std::vector<Tensor>>(std::move(inputs)), std::move(done),
+                         std::move(on_start));
 }
 
 void Submitter::close() {
