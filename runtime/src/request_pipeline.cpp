@@ -132,7 +132,8 @@ void RequestPipeline::post_host_stage(std::shared_ptr<Request> req) {
 }
 
 std::shared_ptr<RequestState> RequestPipeline::start(std::shared_ptr<const std::vector<Tensor>> inputs,
-                                                     Completion done, std::function<void()> on_start) {
+                                                     Completion done, std::function<void()> on_start,
+                                                     bool first_stage_here) {
   auto req = std::make_shared<Request>();
   req->inputs = std::move(inputs);
   req->callback = std::move(done);
@@ -174,45 +175,50 @@ std::shared_ptr<RequestState> RequestPipeline::start(std::shared_ptr<const std::
     ++admission_->active;
     req->admitted = true;
   }
-  post_host_stage(req);
+  if (first_stage_here) host_stage(req, /*on_caller=*/true);
+  else post_host_stage(req);
   return req;
 }
 
-void RequestPipeline::host_stage(std::shared_ptr<Request> req) {
+void RequestPipeline::host_stage(std::shared_ptr<Request> req, bool on_caller) {
+  std::exception_ptr error;
   try {
     if (req->on_start) std::exchange(req->on_start, {})();
-    if (req->cancel_requested()) {  // stage boundary: before any (further) host operator
-      finish(*req, nullptr);
-      return;
-    }
-    if (!req->buffers) {  // first visit: lease buffers, bind the inputs and constants
-      req->buffers = buffers_.acquire();
-      HostBuffers& b = *req->buffers;
-      const auto& inputs = *req->inputs;
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        b.ref[static_cast<std::size_t>(model_.input_slots[i])] = &inputs[i];
+    // A stage boundary: a cancelled request runs no (further) host operator.
+    if (!req->cancel_requested()) {
+      if (!req->buffers) {  // first visit: lease buffers, bind the inputs and constants
+        req->buffers = buffers_.acquire();
+        HostBuffers& b = *req->buffers;
+        const auto& inputs = *req->inputs;
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+          b.ref[static_cast<std::size_t>(model_.input_slots[i])] = &inputs[i];
+        }
+        for (std::size_t s = 0; s < model_.slots.size(); ++s) {
+          if (model_.slots[s].constant) b.ref[s] = model_.slots[s].constant.get();
+        }
       }
-      for (std::size_t s = 0; s < model_.slots.size(); ++s) {
-        if (model_.slots[s].constant) b.ref[s] = model_.slots[s].constant.get();
+      const profiler::SpanContext ctx = req->traced ? req->context() : profiler::SpanContext{};
+      while (req->next_step < model_.steps.size()) {
+        const compiler::Step& step = model_.steps[req->next_step];
+        if (step.kind == compiler::Step::Kind::Npu) {
+          // From here the fence owns the continuation: `req` must not be touched after this call.
+          submit_npu(req, step.npu);
+          return;
+        }
+        run_cpu(req->next_step, step.cpu, *req->buffers, req->traced ? req->profiler : nullptr, ctx);
+        ++req->next_step;
+        if (req->cancel_requested()) break;  // finish() turns it into Cancelled
       }
-    }
-    const profiler::SpanContext ctx = req->traced ? req->context() : profiler::SpanContext{};
-    while (req->next_step < model_.steps.size()) {
-      const compiler::Step& step = model_.steps[req->next_step];
-      if (step.kind == compiler::Step::Kind::Npu) {
-        // From here the fence owns the continuation: `req` must not be touched after this call.
-        submit_npu(req, step.npu);
-        return;
-      }
-      run_cpu(req->next_step, step.cpu, *req->buffers, req->traced ? req->profiler : nullptr, ctx);
-      ++req->next_step;
-      if (req->cancel_requested()) break;  // finish() turns it into Cancelled
     }
   } catch (...) {
-    finish(*req, std::current_exception());
+    error = std::current_exception();
+  }
+  // Completions run on a worker, also for a first stage the caller ran.
+  if (on_caller) {
+    boost::asio::post(workers_, [this, req = std::move(req), error]() mutable { finish(*req, error); });
     return;
   }
-  finish(*req, nullptr);
+  finish(*req, error);
 }
 
 void RequestPipeline::submit_npu(const std::shared_ptr<Request>& req, int index) {

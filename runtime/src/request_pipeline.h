@@ -3,7 +3,8 @@
 // cancellation at stage boundaries. Never holds a thread while a device works:
 //
 //   start() (caller):   span Inference starts; the request is admitted (or waits in line) and
-//                       handed to a worker
+//                       handed to a worker (or its first host stage runs right here:
+//                       StartOptions::first_stage_on_caller)
 //   host stage (worker): host operators up to the next NPU call (Quantize, Lower, external
 //                       operators), then Enqueue on the least loaded device; the worker is free
 //   device (backend):   the fence's callback hands the request straight back to a worker
@@ -81,11 +82,13 @@ class RequestPipeline {
 
   /// Starts one request on `inputs` (checked by the caller; kept alive until `done` was called).
   /// The Inference span starts now, on the calling thread's track, under the profiler's current
-  /// record scope when there is one. `on_start`, when given, is called exactly once: on a worker
-  /// just before the request's first host step, or before its completion if it never got one
-  /// (cancelled while waiting). Never blocks on other requests.
+  /// record scope when there is one. `on_start`, when given, is called exactly once: just before
+  /// the request's first host step, or before its completion if it never got one (cancelled
+  /// while waiting). With `first_stage_here` (StartOptions::first_stage_on_caller) a request
+  /// admitted at once runs its first host stage on the calling thread before start() returns;
+  /// otherwise a worker runs it. Never blocks on other requests.
   std::shared_ptr<RequestState> start(std::shared_ptr<const std::vector<Tensor>> inputs, Completion done,
-                                      std::function<void()> on_start = {});
+                                      std::function<void()> on_start = {}, bool first_stage_here = false);
 
   /// The DevicePool's Signalled handler: hands the request to a worker (backend or watchdog
   /// thread; short, never blocks on a request).
@@ -104,8 +107,9 @@ class RequestPipeline {
   friend struct RequestState;  // cancel() hands a withdrawn request to post_host_stage()
 
   /// Runs the request's steps from its next one until an NPU call is submitted, the steps end or
-  /// a cancel stops it. On a worker.
-  void host_stage(std::shared_ptr<Request> req);
+  /// a cancel stops it. On a worker, or `on_caller` on the thread that started the request (a
+  /// completion is then handed to a worker).
+  void host_stage(std::shared_ptr<Request> req, bool on_caller = false);
   /// The request's NPU call is over: accounting, device spans, then the host stage. On a worker.
   void device_stage(std::shared_ptr<Request> req);
   /// Fixes the outcome (Cancelled when cancel() came first), hands it to the callback exactly

@@ -51,8 +51,8 @@ std::uint64_t Runner::host_operator_ns() const { return impl_->session->host_ope
 
 InferRequest Runner::start(std::vector<Tensor> inputs, InferCallback callback, const StartOptions& options) {
   if (!options.inputs_checked) impl_->session->validate(inputs);
-  return InferRequest(
-      impl_->session->start(std::make_shared<const std::vector<Tensor>>(std::move(inputs)), std::move(callback)));
+  return InferRequest(impl_->session->start(std::make_shared<const std::vector<Tensor>>(std::move(inputs)),
+                                            std::move(callback), {}, options.first_stage_on_caller));
 }
 
 std::vector<Tensor> Runner::run(const std::vector<Tensor>& inputs) {

@@ -138,8 +138,8 @@ std::vector<DeviceHealth> Session::device_health() const { return devices_->heal
 std::uint64_t Session::host_operator_ns() const noexcept { return pipeline_->host_operator_ns(); }
 
 std::shared_ptr<RequestState> Session::start(std::shared_ptr<const std::vector<Tensor>> inputs, Completion done,
-                                             std::function<void()> on_start) {
-  return pipeline_->start(std::move(inputs), std::move(done), std::move(on_start));
+                                             std::function<void()> on_start, bool first_stage_here) {
+  return pipeline_->start(std::move(inputs), std::move(done), std::move(on_start), first_stage_here);
 }
 
 void Session::validate(const std::vector<Tensor>& inputs) const {

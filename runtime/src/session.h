@@ -59,7 +59,7 @@ class Session {
 
   /// Starts one inference (inputs must be valid): RequestPipeline::start.
   std::shared_ptr<RequestState> start(std::shared_ptr<const std::vector<Tensor>> inputs, Completion done,
-                                      std::function<void()> on_start = {});
+                                      std::function<void()> on_start = {}, bool first_stage_here = false);
 
  private:
   compiler::CompiledModel compiled_;

@@ -204,7 +204,8 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
   queue_time_->Observe(seconds_since(admitted));
   batch_size_->Observe(1);
   runtime::StartOptions checked;
-  checked.inputs_checked = true;  // by the front end's decoder, against model()
+  checked.inputs_checked = true;         // by the front end's decoder, against model()
+  checked.first_stage_on_caller = true;  // this front-end thread would only hand it on
   try {
     runner_->start(std::move(inputs), std::move(finish), checked);
   } catch (...) {
@@ -257,7 +258,8 @@ void ModelService::submit_now(std::vector<BatchItem>& group) {
     }
   };
   runtime::StartOptions checked;
-  checked.inputs_checked = true;  // stacked from checked rows into the runner's own descriptions
+  checked.inputs_checked = true;         // stacked from checked rows into the runner's own descriptions
+  checked.first_stage_on_caller = true;  // the batcher's thread would only hand it on
   try {
     runner_->start(std::move(inputs), std::move(split), checked);
   } catch (...) {

@@ -1,11 +1,12 @@
 // Runner::start and InferRequest (infer_request.h): the callback runs exactly once on a worker
 // with the outputs or the error; validation errors are thrown before anything runs; cancel() of
 // a waiting request, of one on the device and of a completed one; wait() inside the callback;
-// destroying the Runner with requests in flight. In-flight states come from the simulator's gate
+// destroying the Runner with requests in flight; StartOptions::first_stage_on_caller. In-flight states come from the simulator's gate
 // (SimConfig::gate_path): executions stay queued on the device until the test creates the gate
 // file, whatever the machine's speed.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <future>
@@ -283,4 +284,52 @@ TEST_CASE("cancel races completion: every request completes once, Cancelled exac
     if (!seen.errors[i]) CHECK(seen.outputs[i].size() == 1);
   }
   INFO(yes << " of " << (kRequests + 2) / 3 << " cancels took effect");  // depends on timing; any count is right
+}
+
+TEST_CASE("first_stage_on_caller: an admitted request's host stage runs on the caller, the callback on a worker",
+          "[infer_request]") {
+  auto prof = std::make_shared<profiler::Profiler>();
+  test::TempDir dir("first-stage");
+  const auto gate = dir / "gate";
+  device::SimConfig cfg;
+  cfg.gate_path = gate.string();
+  test::CountingDriver driver(cfg);
+  runtime::RunnerOptions opts;
+  opts.driver = &driver;
+  opts.device = "npu0pe0";
+  opts.worker_num = 1;  // admits 1 + 2 = 3
+  opts.profiler = prof;
+  auto runner = runtime::create_runner(kMnist(), opts);
+  struct Opener {
+    std::filesystem::path gate;
+    ~Opener() { std::ofstream(gate).put('1'); }  // before the runner goes, whatever happens
+  };
+  constexpr std::size_t kRequests = 4;
+  Outcomes seen(kRequests);
+  std::vector<runtime::InferRequest> requests;
+  {
+    Opener opener{gate};
+    runtime::StartOptions here;
+    here.first_stage_on_caller = true;
+    for (std::size_t i = 0; i < kRequests; ++i) {
+      requests.push_back(runner->start({digit(static_cast<int>(i))}, seen.callback(i), here));
+      // The first three were admitted at once: start() returned after submitting them.
+      if (i < 3) CHECK(driver.count.submitted == static_cast<int>(i) + 1);
+    }
+  }
+  for (auto& r : requests) REQUIRE(r.wait_for(kHangGuard));
+  const std::uint64_t caller = profiler::current_thread_id();
+  std::vector<std::pair<std::int64_t, std::uint64_t>> quantize;          // (start, thread)
+  for (const auto& s : prof->records()) {
+    if (s.name == "Quantize") quantize.emplace_back(s.start_ns, s.thread_id);
+  }
+  std::sort(quantize.begin(), quantize.end());
+  REQUIRE(quantize.size() == kRequests);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(quantize[i].second == caller);
+  CHECK(quantize[3].second != caller);  // waited for admission: a worker ran it
+  for (std::size_t i = 0; i < kRequests; ++i) {
+    CHECK(seen.calls[i] == 1);
+    CHECK(!seen.errors[i]);
+    CHECK(seen.threads[i] != std::this_thread::get_id());
+  }
 }

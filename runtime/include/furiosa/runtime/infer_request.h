@@ -43,6 +43,14 @@ struct StartOptions {
   /// error (the host operators read them as model().inputs describe them; a Debug build
   /// asserts). False (the default): start() checks and throws Error(InvalidInput).
   bool inputs_checked = false;
+  /// When the runtime admits the request at once, start() runs its first host stage -- the host
+  /// operators up to its first device submit (Quantize, Lower, ...) and the submit -- on the
+  /// calling thread before returning, instead of handing the request to a worker: one thread
+  /// hand-off less, for a caller whose thread would only hand the request on (a server's I/O
+  /// thread; docs/serving.md). start() then takes as long as that stage. A request that must
+  /// wait for admission is run by a worker as usual. The callback still runs on a worker, and
+  /// that stage's errors still go to the callback, never to start()'s caller.
+  bool first_stage_on_caller = false;
 };
 
 /// A handle to one started request. Cheap to copy; copies refer to the same request. It does not
