@@ -46,7 +46,7 @@ ServiceMetrics::ServiceMetrics(prometheus::Registry& registry)
                   .Register(registry)),
       queue_time(prometheus::BuildHistogram()
                      .Name("furiosa_serve_queue_duration_seconds")
-                     .Help("Time from admission to submission to the runtime queue (batching wait included), by model")
+                     .Help("Time from admission to the start of its runtime request (batching wait included), by model")
                      .Register(registry)),
       batch_size(prometheus::BuildHistogram()
                      .Name("furiosa_serve_batch_size")

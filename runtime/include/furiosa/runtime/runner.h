@@ -146,7 +146,7 @@ class Runner {
   InferRequest start(std::vector<Tensor> inputs, InferCallback callback, const StartOptions& options = {});
 
   /// Host time spent in the model's host (CPU) operators, summed over every request since the
-  /// runner was created, in ns (wall time on the workers). Thread-safe.
+  /// runner was created, in ns (wall time on the threads running them). Thread-safe.
   std::uint64_t host_operator_ns() const;
 
   /// Runs with inputs given by name and returns the named outputs (all outputs, in model order,
