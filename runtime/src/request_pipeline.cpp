@@ -2,8 +2,9 @@
 // cancellation of one request.
 //
 // Thread hand-offs of one request (docs/serving.md counts them for furiosa-serve):
-//   caller -> worker (start posts the host stage) -> device (submit) -> worker (the fence's
-//   callback posts the device stage, which runs the next host stage on the same worker).
+//   caller -> worker (start posts the host stage; none with first_stage_on_caller) -> device
+//   (submit) -> worker (the fence's callback posts the device stage, which runs the next host
+//   stage and the completion on the same worker).
 // A request that had to wait for admission is posted by the worker that completed the request
 // whose place it takes.
 #include "request_pipeline.h"
