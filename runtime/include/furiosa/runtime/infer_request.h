@@ -31,8 +31,10 @@ struct RequestState;
 ///
 /// Called exactly once per request that start() accepted, on one of the runtime's worker threads
 /// (never on the thread calling start() or cancel()). It should be short: the worker runs other
-/// requests' host operators. It must not call wait() on its own request and must not destroy the
-/// Runner; it may start further requests. An exception it throws is logged and dropped.
+/// requests' host operators. It must not call wait() on its own request (that throws), should
+/// not wait for other requests of the same Runner (it holds a worker they may need) and must not
+/// destroy the Runner; it may start further requests. An exception it throws is logged and
+/// dropped.
 using InferCallback = std::function<void(std::vector<Tensor> outputs, std::exception_ptr error)>;
 
 /// How Runner::start() treats one request.
