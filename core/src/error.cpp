@@ -18,6 +18,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::QueueWaitTimeout: return "QueueWaitTimeout";
     case ErrorCode::SessionClosed: return "SessionClosed";
     case ErrorCode::SessionTerminated: return "SessionTerminated";
+    case ErrorCode::Cancelled: return "Cancelled";
     case ErrorCode::IoError: return "IoError";
     case ErrorCode::Internal: return "Internal";
   }

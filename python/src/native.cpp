@@ -193,10 +193,16 @@ py::list describe(const std::vector<TensorDesc>& descs) {
 
 // ---- Runner -----------------------------------------------------------------------------------
 
-/// A pending run_async: result() waits (GIL released) and returns the outputs or raises.
+/// A pending run_async: a runtime request (Runner::start) whose callback completes a future.
+/// result() waits (GIL released) and returns the outputs or raises; cancel() cancels the request.
 class PendingRun {
  public:
-  explicit PendingRun(std::future<std::vector<Tensor>> future) : future_(std::move(future)) {}
+  PendingRun(std::future<std::vector<Tensor>> future, runtime::InferRequest request)
+      : future_(std::move(future)), request_(std::move(request)) {}
+
+  /// InferRequest::cancel(): true when the result is (or will be) the Cancelled error. Never
+  /// waits for the request.
+  bool cancel() { return request_.cancel(); }
 
   bool done() const {
     return !future_.valid() ||
@@ -222,6 +228,7 @@ class PendingRun {
 
  private:
   std::future<std::vector<Tensor>> future_;
+  runtime::InferRequest request_;
 };
 
 class NativeRunner {
@@ -255,8 +262,15 @@ class NativeRunner {
   PendingRun run_async(const py::handle& inputs) {
     auto& runner = get();
     auto tensors = to_inputs(inputs, runner.model().inputs);
+    auto promise = std::make_shared<std::promise<std::vector<Tensor>>>();
+    auto future = promise->get_future();
     py::gil_scoped_release release;
-    return PendingRun(runner.run_async(std::move(tensors)));
+    // The callback runs on a runtime worker and touches no Python object.
+    auto request = runner.start(std::move(tensors), [promise](std::vector<Tensor> out, std::exception_ptr error) {
+      if (error) promise->set_exception(error);
+      else promise->set_value(std::move(out));
+    });
+    return PendingRun(std::move(future), std::move(request));
   }
 
   /// Waits for in-flight runs and releases the device. Idempotent.
@@ -421,6 +435,7 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<PendingRun>(m, "PendingRun")
       .def("done", &PendingRun::done)
+      .def("cancel", &PendingRun::cancel)
       .def("wait", &PendingRun::wait)
       .def("result", &PendingRun::result);
 

@@ -1,4 +1,6 @@
-// Submit/recv queues over a Session.
+// Submit/recv queues over a Session. Each submit is one request of the session's pipeline, the
+// same as Runner::start's (request_pipeline.h); its callback delivers into the mailbox, and a
+// hook when a worker takes it frees its place in the input queue.
 //
 // States: open -> (Submitter::close) draining -> terminated once nothing is in flight and every
 // result was received; Receiver::close (or destroying the Receiver) closes from any state.
@@ -97,8 +99,8 @@ void Submitter::submit(std::vector<Tensor> inputs, std::any context) {
     --mailbox->waiting;
     mailbox->cv.notify_all();
   };
-  state_->session->execute_async(std::make_shared<const std::vector<Tensor>>(std::move(inputs)), std::move(done),
-                                 std::move(on_start));
+  state_->session->start(std::make_shared<const std::vector<Tensor>>(std::move(inputs)), std::move(done),
+                         std::move(on_start));
 }
 
 void Submitter::close() {

@@ -1,10 +1,9 @@
 // Runner: compile, open the device, and run inferences through the worker pool.
 //
-// One inference (DESIGN.md "One inference, end to end"):
-//   caller thread: span Inference (root of a new trace); inputs validated before anything runs
-//   worker:        Quantize/Lower (pre-ops) -> Enqueue (device submit) -> wait on the fence
-//                  -> NPU spans Load/Execution(+kernels)/Store from the device timestamps
-//                  -> Unlower/Dequantize (post-ops)
+// Every entry point is a request of the session's RequestPipeline (request_pipeline.h): start()
+// returns its handle, run_async() completes a future from its callback, run() waits for that
+// future (and lends the caller's inputs instead of copying them). Inputs are validated once,
+// before anything runs.
 #include "furiosa/runtime/runner.h"
 
 #include <fmt/format.h>
@@ -49,13 +48,21 @@ std::vector<DeviceHealth> Runner::device_health() const { return impl_->session-
 const program::PartitionReport& Runner::partition_report() const noexcept { return impl_->session->compiled().report; }
 const program::CompiledModel& Runner::compiled() const noexcept { return impl_->session->compiled(); }
 
+std::uint64_t Runner::host_operator_ns() const { return impl_->session->host_operator_ns(); }
+
+InferRequest Runner::start(std::vector<Tensor> inputs, InferCallback callback, const StartOptions& options) {
+  if (!options.inputs_checked) impl_->session->validate(inputs);
+  return InferRequest(impl_->session->start(std::make_shared<const std::vector<Tensor>>(std::move(inputs)),
+                                            std::move(callback), {}, options.first_stage_on_caller));
+}
+
 std::vector<Tensor> Runner::run(const std::vector<Tensor>& inputs) {
   impl_->session->validate(inputs);
   // The caller waits, so its vector is borrowed, not copied.
   std::shared_ptr<const std::vector<Tensor>> borrowed(&inputs, [](const std::vector<Tensor>*) {});
   std::promise<std::vector<Tensor>> promise;
   auto result = promise.get_future();
-  impl_->session->execute_async(borrowed, [&promise](std::vector<Tensor> out, std::exception_ptr err) {
+  impl_->session->start(borrowed, [&promise](std::vector<Tensor> out, std::exception_ptr err) {
     if (err) promise.set_exception(err);
     else promise.set_value(std::move(out));
   });
@@ -63,14 +70,12 @@ std::vector<Tensor> Runner::run(const std::vector<Tensor>& inputs) {
 }
 
 std::future<std::vector<Tensor>> Runner::run_async(std::vector<Tensor> inputs) {
-  impl_->session->validate(inputs);
   auto promise = std::make_shared<std::promise<std::vector<Tensor>>>();
   auto result = promise->get_future();
-  impl_->session->execute_async(std::make_shared<const std::vector<Tensor>>(std::move(inputs)),
-                                [promise](std::vector<Tensor> out, std::exception_ptr err) {
-                                  if (err) promise->set_exception(err);
-                                  else promise->set_value(std::move(out));
-                                });
+  start(std::move(inputs), [promise](std::vector<Tensor> out, std::exception_ptr err) {
+    if (err) promise->set_exception(err);
+    else promise->set_value(std::move(out));
+  });
   return result;
 }
 

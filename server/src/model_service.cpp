@@ -1,11 +1,11 @@
 // ModelService (model_service.h): admission, deadlines, dynamic batching (pad to the compiled
-// batch, split the outputs back) and the per-model metrics, in front of one runtime queue.
+// batch, split the outputs back) and the per-model metrics, in front of one runtime Runner whose
+// request callbacks complete the requests.
 #include "model_service.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <any>
 #include <cstring>
 
 #include "furiosa/core/error.h"
@@ -46,7 +46,7 @@ ServiceMetrics::ServiceMetrics(prometheus::Registry& registry)
                   .Register(registry)),
       queue_time(prometheus::BuildHistogram()
                      .Name("furiosa_serve_queue_duration_seconds")
-                     .Help("Time from admission to submission to the runtime queue (batching wait included), by model")
+                     .Help("Time from admission to the start of its runtime request (batching wait included), by model")
                      .Register(registry)),
       batch_size(prometheus::BuildHistogram()
                      .Name("furiosa_serve_batch_size")
@@ -70,20 +70,12 @@ ServiceMetrics::ServiceMetrics(prometheus::Registry& registry)
                          .Help("Host (CPU) operator time of the model's requests, wall time on the runtime's workers")
                          .Register(registry)) {}
 
-/// The requests of one runtime submission (1, or up to the batch with dynamic batching).
-struct ModelService::Submission {
-  std::vector<BatchItem> items;
-};
-
 ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(std::move(entry)), metrics_(metrics) {
   const auto& config = entry_.config;
-  runtime::QueueOptions q;
+  runtime::RunnerOptions q;
   q.device = config.device;
   q.worker_num = config.worker_num;
   q.batch_size = config.batch_size;
-  // One more slot than admitted requests: submit() never blocks a front-end thread.
-  q.input_queue_size = config.max_inflight + 1;
-  q.output_queue_size = config.max_inflight + 1;
   try {
     if (config.dynamic_batching) {
       batch_ = config.dynamic_batching->max_batch_size;
@@ -94,10 +86,10 @@ ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(s
       request_model_ = runtime::describe_model(entry_.path, one);
       q.batch_size = batch_;
     }
-    auto [submitter, receiver] = runtime::create_queue(entry_.path, q);
-    if (!config.dynamic_batching) request_model_ = submitter.model();
+    runner_ = runtime::create_runner(entry_.path, q);
+    if (!config.dynamic_batching) request_model_ = runner_->model();
     else {
-      const auto& batched = submitter.model();
+      const auto& batched = runner_->model();
       auto check = [&](const std::vector<runtime::TensorDesc>& one, const std::vector<runtime::TensorDesc>& many,
                        const char* kind) {
         if (one.size() != many.size()) throw Error(ErrorCode::IncompatibleModel, "the batched compile changed the signature");
@@ -117,8 +109,6 @@ ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(s
       check(request_model_.inputs, batched.inputs, "input");
       check(request_model_.outputs, batched.outputs, "output");
     }
-    submitter_.emplace(std::move(submitter));
-    receiver_.emplace(std::move(receiver));
   } catch (const Error& e) {
     throw Error(e.code(), fmt::format("model '{}' ({}): {}", entry_.name, entry_.path.string(), e.message()), e.subject());
   }
@@ -138,10 +128,12 @@ ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(s
     batcher_ = std::make_unique<Batcher>(static_cast<std::size_t>(batch_), config.dynamic_batching->max_queue_delay,
                                          [this](std::vector<BatchItem>& group) { submit_now(group); });
   }
-  receiver_thread_ = std::thread([this] { receive_loop(); });
 }
 
-ModelService::~ModelService() { close(); }
+ModelService::~ModelService() {
+  close();
+  runner_.reset();  // every request was answered: this only releases the device
+}
 
 prometheus::Counter& ModelService::failure_counter(ServeStatus status) {
   return metrics_.failures.Add({{"model", entry_.name}, {"reason", std::string(reason_label(status))}});
@@ -150,6 +142,10 @@ prometheus::Counter& ModelService::failure_counter(ServeStatus status) {
 void ModelService::count_failure(ServeStatus status) {
   if (status == ServeStatus::Ok) return;
   failure_counter(status).Increment();
+}
+
+void ModelService::release_admission() {
+  if (inflight_.fetch_sub(1) == 1) inflight_.notify_all();  // close() may wait for 0
 }
 
 void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completion done) {
@@ -162,17 +158,26 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
   }
   // Admission: at most max_inflight requests of this model at once; the rest are answered now.
   if (inflight_.fetch_add(1) >= entry_.config.max_inflight) {
-    inflight_.fetch_sub(1);
+    release_admission();
     rejected_->Increment();
     count_failure(ServeStatus::ResourceExhausted);
     throw ServeError(ServeStatus::ResourceExhausted,
                      fmt::format("model '{}' has {} requests in flight (max_inflight)", entry_.name,
                                  entry_.config.max_inflight));
   }
+  // After the count: close() either sees this request or it sees closed_ here.
+  if (closed_.load()) {
+    release_admission();
+    failed_->Increment();
+    count_failure(ServeStatus::Unavailable);
+    throw ServeError(ServeStatus::Unavailable, fmt::format("model '{}' is shutting down", entry_.name));
+  }
   inflight_gauge_->Increment();
   // Every admitted request ends here, exactly once: metrics, then the front end's completion.
+  // The place is given back before the answer goes out, so a client sending its next request
+  // on receiving this answer finds it free. close() may then return while `done` still runs;
+  // the Runner's destructor waits for that.
   Completion finish = [this, admitted, done = std::move(done)](std::vector<Tensor> outputs, std::exception_ptr error) {
-    inflight_.fetch_sub(1);
     inflight_gauge_->Decrement();
     latency_->Observe(seconds_since(admitted));
     if (error) {
@@ -181,46 +186,32 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
     } else {
       succeeded_->Increment();
     }
+    release_admission();
     done(std::move(outputs), error);
   };
-  BatchItem item{std::move(inputs), deadline, admitted, std::move(finish)};
   if (batcher_) {
-    for (std::size_t i = 0; i < request_model_.inputs.size(); ++i) {
-      if (item.inputs.size() != request_model_.inputs.size() || item.inputs[i].shape() != request_model_.inputs[i].shape || item.inputs[i].dtype() != request_model_.inputs[i].dtype) {
-        inflight_.fetch_sub(1);
-        inflight_gauge_->Decrement();
-        failed_->Increment();
-        count_failure(ServeStatus::InvalidArgument);
-        throw Error(ErrorCode::InvalidInput,
-                    fmt::format("input '{}': shape {} given, the model expects {}", request_model_.inputs[i].name,
-                                item.inputs.size() == request_model_.inputs.size() ? shape_to_string(item.inputs[i].shape()) : "(input count differs)", shape_to_string(request_model_.inputs[i].shape)),
-                    ErrorSubject::of_tensor(request_model_.inputs[i].name));
-      }
-    }
     try {
-      batcher_->add(std::move(item));
+      batcher_->add(BatchItem{std::move(inputs), deadline, admitted, std::move(finish)});
     } catch (...) {
-      inflight_.fetch_sub(1);
       inflight_gauge_->Decrement();
+      release_admission();
       failed_->Increment();
       count_failure(ServeStatus::Unavailable);
       throw;
     }
     return;
   }
-  std::vector<BatchItem> group;
-  group.push_back(std::move(item));
-  auto submission = std::make_shared<Submission>();
   queue_time_->Observe(seconds_since(admitted));
   batch_size_->Observe(1);
-  std::vector<Tensor> batch_inputs = std::move(group.front().inputs);
-  submission->items = std::move(group);
+  runtime::StartOptions checked;
+  checked.inputs_checked = true;         // by the front end's decoder, against model()
+  checked.first_stage_on_caller = true;  // this front-end thread would only hand it on
   try {
-    submitter_->submit(std::move(batch_inputs), std::any(submission));
+    runner_->start(std::move(inputs), std::move(finish), checked);
   } catch (...) {
-    // Not queued: the completion will never run, so the caller answers.
-    inflight_.fetch_sub(1);
+    // Not started: the completion will never run, so the caller answers.
     inflight_gauge_->Decrement();
+    release_admission();
     failed_->Increment();
     count_failure(status_of(std::current_exception()));
     throw;
@@ -229,7 +220,7 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
 
 void ModelService::submit_now(std::vector<BatchItem>& group) {
   // Stack the requests' rows into the compiled batch; rows past group.size() stay zero (padding).
-  const auto& descs = submitter_->model().inputs;
+  const auto& descs = runner_->model().inputs;
   std::vector<Tensor> inputs;
   inputs.reserve(descs.size());
   for (std::size_t k = 0; k < descs.size(); ++k) {
@@ -242,61 +233,48 @@ void ModelService::submit_now(std::vector<BatchItem>& group) {
   }
   batch_size_->Observe(static_cast<double>(group.size()));
   for (const auto& item : group) queue_time_->Observe(seconds_since(item.admitted));
-  auto submission = std::make_shared<Submission>();
-  submission->items = std::move(group);
+  // The group's completions move into the callback, which splits each output's rows back to the
+  // requests (padding rows dropped); a failed execution fails every request of the group.
+  auto items = std::make_shared<std::vector<BatchItem>>(std::move(group));
+  auto split = [this, items](std::vector<Tensor> outputs, std::exception_ptr error) {
+    std::vector<std::vector<Tensor>> per_request(items->size());
+    if (!error) {
+      try {
+        for (std::size_t k = 0; k < outputs.size(); ++k) {
+          const Tensor& out = outputs[k];
+          const std::size_t row = out.size_bytes() / static_cast<std::size_t>(batch_);
+          for (std::size_t i = 0; i < items->size(); ++i) {
+            const auto* begin = out.bytes().data() + i * row;
+            per_request[i].emplace_back(out.dtype(), request_model_.outputs.at(k).shape,
+                                        std::vector<std::byte>(begin, begin + row));
+          }
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      (*items)[i].done(error ? std::vector<Tensor>{} : std::move(per_request[i]), error);
+    }
+  };
+  runtime::StartOptions checked;
+  checked.inputs_checked = true;         // stacked from checked rows into the runner's own descriptions
+  checked.first_stage_on_caller = true;  // the batcher's thread would only hand it on
   try {
-    submitter_->submit(std::move(inputs), std::any(submission));
+    runner_->start(std::move(inputs), std::move(split), checked);
   } catch (...) {
     const auto error = std::current_exception();
-    for (auto& item : submission->items) item.done({}, error);
-  }
-}
-
-void ModelService::receive_loop() {
-  for (;;) {
-    runtime::QueueResult result;
-    try {
-      result = receiver_->recv();
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::SessionTerminated || e.code() == ErrorCode::SessionClosed) return;
-      continue;  // QueueWaitTimeout after a year: keep waiting
-    }
-    auto submission = std::any_cast<std::shared_ptr<Submission>>(result.context);
-    auto& items = submission->items;
-    if (result.error || !batcher_) {
-      // Unbatched: one request. Batched and failed: every request of the batch gets the error.
-      for (auto& item : items) item.done(result.error ? std::vector<Tensor>{} : std::move(result.outputs), result.error);
-      continue;
-    }
-    // Split each output's rows back to the requests (padding rows dropped).
-    std::vector<std::vector<Tensor>> per_request(items.size());
-    std::exception_ptr error;
-    try {
-      for (std::size_t k = 0; k < result.outputs.size(); ++k) {
-        const Tensor& out = result.outputs[k];
-        const std::size_t row = out.size_bytes() / static_cast<std::size_t>(batch_);
-        for (std::size_t i = 0; i < items.size(); ++i) {
-          const auto* begin = out.bytes().data() + i * row;
-          per_request[i].emplace_back(out.dtype(), request_model_.outputs.at(k).shape,
-                                      std::vector<std::byte>(begin, begin + row));
-        }
-      }
-    } catch (...) {
-      error = std::current_exception();
-    }
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      items[i].done(error ? std::vector<Tensor>{} : std::move(per_request[i]), error);
-    }
+    for (auto& item : *items) item.done({}, error);
   }
 }
 
 void ModelService::update_device_metrics() {
-  if (!submitter_) return;
+  if (!runner_) return;
   std::vector<runtime::DeviceHealth> health;
   std::uint64_t host_ns = 0;
   try {
-    health = submitter_->device_health();
-    host_ns = submitter_->host_operator_ns();
+    health = runner_->device_health();
+    host_ns = runner_->host_operator_ns();
   } catch (...) {
     return;
   }
@@ -321,9 +299,10 @@ void ModelService::stop_batching() {
 
 void ModelService::close() {
   std::call_once(close_once_, [this] {
+    closed_.store(true);
     if (batcher_) batcher_->close();  // hands on what is queued
-    if (submitter_) submitter_->close();
-    if (receiver_thread_.joinable()) receiver_thread_.join();
+    // Every admitted request is answered by its runtime callback (or the batcher).
+    for (std::size_t n = inflight_.load(); n != 0; n = inflight_.load()) inflight_.wait(n);
   });
 }
 

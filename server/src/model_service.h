@@ -1,7 +1,9 @@
-// The transport-independent serving core of one model: its runtime queue and receiver thread,
-// admission control (max_inflight), deadlines, dynamic batching and the model's Prometheus
-// series. The HTTP (server.cpp) and gRPC (grpc_frontend.cpp) front ends decode a request, call
-// infer() and encode whatever the completion gets.
+// The transport-independent serving core of one model: its runtime Runner, admission control
+// (max_inflight), deadlines, dynamic batching and the model's Prometheus series. The HTTP
+// (server.cpp) and gRPC (grpc_frontend.cpp) front ends decode a request (checking it against
+// model()), call infer() and encode whatever the completion gets. A request is a runtime request
+// (Runner::start) whose callback, on a runtime worker, completes it: no thread of its own, no
+// mailbox (docs/serving.md "Thread hand-offs").
 #pragma once
 
 #include <prometheus/counter.h>
@@ -14,12 +16,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 
 #include "batcher.h"
-#include "furiosa/runtime/queue.h"
+#include "furiosa/runtime/runner.h"
 #include "furiosa/server/model_repository.h"
 #include "serve_error.h"
 
@@ -41,11 +41,11 @@ struct ServiceMetrics {
   prometheus::Family<prometheus::Counter>& host_operators;  ///< {model} seconds in host operators
 };
 
-/// One served model. Thread-safe: infer() from any thread; completions run on the model's
-/// receiver thread (or the batcher's thread, for requests that expire there).
+/// One served model. Thread-safe: infer() from any thread; completions run on a runtime worker
+/// (or the batcher's thread, for requests that expire there).
 class ModelService {
  public:
-  /// Compiles the model and opens its device (runtime::create_queue); with dynamic batching it is
+  /// Compiles the model and opens its device (runtime::create_runner); with dynamic batching it is
   /// compiled with batch max_batch_size after checking that every input and output has batch
   /// dim 1 at batch 1 and max_batch_size at the batched compile. Throws the runtime's errors and
   /// Error(IncompatibleModel) for a model that cannot be batched, each naming the model.
@@ -60,16 +60,18 @@ class ModelService {
   /// Inputs and outputs of one request (batch dim 1 for a batched model).
   const runtime::Model& model() const noexcept { return request_model_; }
 
-  /// Admits one request with inputs validated against model() and submits it (or queues it in the
-  /// batcher). When it returns, `done` will run exactly once. Throws, without ever running `done`
-  /// (the caller answers): ServeError(ResourceExhausted) when max_inflight requests are admitted,
-  /// ServeError(DeadlineExceeded) when `deadline` has passed, Error(InvalidInput) for inputs the
-  /// runtime refuses, Error(SessionClosed) / ServeError(Unavailable) after close().
+  /// Admits one request and starts it on the runtime (or queues it in the batcher). `inputs`
+  /// must already have been checked against model() (count, dtypes, shapes): the front ends'
+  /// protocol decoders do that, and neither this nor the runtime checks again
+  /// (runtime::StartOptions::inputs_checked). When it returns, `done` will run exactly once.
+  /// Throws, without ever running `done` (the caller answers): ServeError(ResourceExhausted)
+  /// when max_inflight requests are admitted, ServeError(DeadlineExceeded) when `deadline` has
+  /// passed, ServeError(Unavailable) after stop_batching() (batched models) or close().
   void infer(std::vector<Tensor> inputs, Deadline deadline, Completion done);
   /// Counts a request answered with an error before it reached infer() (e.g. a decode error).
   void count_failure(ServeStatus status);
   /// Refreshes furiosa_npu_executions_total, furiosa_npu_busy_seconds_total and
-  /// furiosa_host_operator_seconds_total from the runtime's counters (Submitter::device_health,
+  /// furiosa_host_operator_seconds_total from the runtime's counters (Runner::device_health,
   /// host_operator_ns). Thread-safe.
   void update_device_metrics();
   /// Stops batching: what the batcher holds is submitted at once instead of after its queue
@@ -77,25 +79,29 @@ class ModelService {
   /// step of a graceful shutdown, so that in-flight requests do not wait out the delay.
   /// Idempotent; thread-safe.
   void stop_batching();
-  /// Stops the batcher (queued requests are still submitted), closes the submitter and joins the
-  /// receiver thread once every submitted request has completed. Idempotent.
+  /// Refuses further requests (ServeError(Unavailable)), stops the batcher (queued requests are
+  /// still started) and waits until every admitted request is being answered (its completion
+  /// called). Idempotent; thread-safe. The destructor then waits for the completions still
+  /// running and releases the device.
   void close();
 
  private:
-  struct Submission;
+  /// Starts one runtime request for `group` (its rows stacked into the compiled batch) whose
+  /// callback splits the outputs back. On the batcher's thread.
   void submit_now(std::vector<BatchItem>& group);
-  void receive_loop();
+  /// One admitted request is over: counts it down and wakes close().
+  void release_admission();
   prometheus::Counter& failure_counter(ServeStatus status);
 
   ModelEntry entry_;
   ServiceMetrics& metrics_;
   runtime::Model request_model_;
   std::int64_t batch_ = 1;  ///< the compiled batch (dynamic batching's max_batch_size, else 1)
-  std::optional<runtime::Submitter> submitter_;
-  std::optional<runtime::Receiver> receiver_;
+  std::unique_ptr<runtime::Runner> runner_;
   std::unique_ptr<Batcher> batcher_;
-  std::thread receiver_thread_;
+  /// Admitted and not yet answered (the max_inflight limit; close() waits for 0).
   std::atomic<std::size_t> inflight_{0};
+  std::atomic<bool> closed_{false};
   std::once_flag close_once_;
 
   prometheus::Counter* succeeded_ = nullptr;

@@ -1,5 +1,5 @@
 // InferenceServer (server.h): Boost.Beast HTTP connections on an io_context and the gRPC front end
-// (grpc_frontend.h) over one ModelService per model (model_service.h: queue, admission, deadlines,
+// (grpc_frontend.h) over one ModelService per model (model_service.h: runner, admission, deadlines,
 // batching, metrics), whose completions are handed back to the connection's strand; Prometheus
 // text on /metrics and graceful shutdown.
 #include "furiosa/server/server.h"
@@ -11,7 +11,6 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include <any>
 #include <charconv>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -25,7 +24,7 @@
 #include <thread>
 
 #include "furiosa/core/error.h"
-#include "furiosa/runtime/queue.h"
+#include "furiosa/runtime/runner.h"
 #include "furiosa/server/v2_protocol.h"
 #include "grpc_frontend.h"
 #include "model_service.h"
@@ -318,8 +317,8 @@ void InferenceServer::Impl::teardown() {
   for (auto& t : threads) {
     if (t.joinable()) t.join();
   }
-  // Every admitted request was answered before the threads stopped; closing the submitters ends
-  // each receiver thread once its queue is drained.
+  // Every admitted request was answered before the threads stopped; closing a model refuses
+  // anything later and releases its device.
   for (auto& [name, model] : models) model->close();
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "furiosa/profiler/device_execution.h"
 #include "furiosa/profiler/span.h"
 
 namespace furiosa::profiler::testing {
@@ -46,21 +47,6 @@ inline std::vector<SpanRecord> synthetic_trace(int inferences, std::int64_t t0 =
       r.thread_id = thread;
       return r;
     };
-    auto npu = [&](std::string name, std::int64_t start, std::int64_t end, std::uint64_t parent) {
-      SpanRecord r;
-      r.trace_id = trace;
-      r.span_id = next_id++;
-      r.parent_span_id = parent;
-      r.name = std::move(name);
-      r.cat = Category::NPU;
-      r.start_ns = start;
-      r.end_ns = end;
-      r.card = 0;
-      r.pe_index = pe;
-      r.execution_index = i / 2;  // per device
-      r.dram_base = 0x1000 * (pe + 1);
-      return r;
-    };
 
     const std::int64_t start = clock;
     SpanRecord inference = host("Inference", start, 0, 0, caller);
@@ -79,26 +65,31 @@ inline std::vector<SpanRecord> synthetic_trace(int inferences, std::int64_t t0 =
     t = enqueue.end_ns;
     children.push_back(enqueue);
 
-    SpanRecord load = npu("Load", t + jitter(500), 0, inference.span_id);
-    load.end_ns = load.start_ns + jitter(5'000);
-    SpanRecord exec = npu("Execution", load.end_ns, 0, inference.span_id);
-    exec.flow_id = enqueue.flow_id;
-    std::int64_t k = exec.start_ns;
+    // The device's execution, turned into spans the way the runtime does it.
+    DeviceExecution e;
+    e.card = 0;
+    e.pe_index = pe;
+    e.execution_index = i / 2;  // per device
+    e.dram_base = 0x1000 * (pe + 1);
+    e.load_start_ns = t + jitter(500);
+    e.load_end_ns = e.load_start_ns + jitter(5'000);
+    e.exec_start_ns = e.load_end_ns;
+    std::int64_t k = e.exec_start_ns;
     const char* kernels[] = {"LowLevelConv2d", "LowLevelConv2d", "LowLevelAdd"};
-    std::vector<SpanRecord> kernel_spans;
     for (int n = 0; n < 3; ++n) {
-      SpanRecord kr = npu(kernels[n], k, k + jitter(n == 2 ? 3'000 : 30'000), exec.span_id);
-      kr.instruction_index = n;
-      kr.operator_index = 10 + n;  // ONNX node index of the kernel
-      kr.execution_index = -1;  // the runtime sets it on kernels too; tests both
-      if (n != 1) kr.execution_index = exec.execution_index;
-      k = kr.end_ns + jitter(200);  // gaps between kernels: Run < Execution
-      kernel_spans.push_back(kr);
+      const std::int64_t end = k + jitter(n == 2 ? 3'000 : 30'000);
+      e.kernels.push_back({kernels[n], k, end, /*operator_index=*/10 + n, /*instruction_index=*/n});
+      k = end + jitter(200);  // gaps between kernels: Run < Execution
     }
-    exec.end_ns = k;
-    SpanRecord store = npu("Store", exec.end_ns + jitter(100), 0, inference.span_id);
-    store.end_ns = store.start_ns + jitter(4'000);
-    t = store.end_ns + jitter(1'000);
+    e.exec_end_ns = k;
+    e.store_start_ns = e.exec_end_ns + jitter(100);
+    e.store_end_ns = e.store_start_ns + jitter(4'000);
+    std::vector<SpanRecord> device =
+        device_execution_spans(e, SpanContext{trace, inference.span_id}, enqueue.flow_id, [&] { return next_id++; });
+    // Load, Execution, 3 kernels, Store. Other producers may leave execution_index off kernels:
+    // the second kernel has none, so the readers are tested both ways.
+    device[3].execution_index = -1;
+    t = e.store_end_ns + jitter(1'000);
 
     // Host operators are numbered 0..N-1 in execution order, as the runtime does.
     stage("Softmax", 2, jitter(8'000));
@@ -109,10 +100,7 @@ inline std::vector<SpanRecord> synthetic_trace(int inferences, std::int64_t t0 =
 
     out.push_back(inference);
     for (auto& c : children) out.push_back(c);
-    out.push_back(load);
-    out.push_back(exec);
-    for (auto& kr : kernel_spans) out.push_back(kr);
-    out.push_back(store);
+    for (auto& d : device) out.push_back(std::move(d));
   }
   return out;
 }

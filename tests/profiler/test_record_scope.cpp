@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "furiosa/profiler/device_execution.h"
 #include "furiosa/profiler/profiler.h"
 
 using namespace furiosa::profiler;
@@ -18,8 +19,8 @@ using namespace furiosa::profiler;
 namespace {
 
 /// One inference recorded the way the runtime records it: Inference under the current record
-/// scope on this thread, host stages under it, and the device spans of one execution added with
-/// Profiler::record() after the fact.
+/// scope on this thread, host stages under it, and the device spans of one execution added after
+/// the fact with record_device_execution(), as the runtime adds them.
 void fake_inference(Profiler& profiler) {
   ScopedSpan inference(&profiler, "Inference", profiler.current_context());
   const SpanContext ctx = inference.context();
@@ -35,30 +36,17 @@ void fake_inference(Profiler& profiler) {
     // Device times inside [submitted, now]: the device ran after the submit, before this.
     const std::int64_t done = now_ns();
     const std::int64_t step = std::max<std::int64_t>((done - submitted) / 5, 0);
-    auto npu = [&](const char* name, std::int64_t s, std::int64_t e, std::uint64_t parent) {
-      SpanRecord r;
-      r.trace_id = ctx.trace_id;
-      r.span_id = profiler.next_span_id();
-      r.parent_span_id = parent;
-      r.name = name;
-      r.cat = Category::NPU;
-      r.start_ns = s;
-      r.end_ns = e;
-      r.card = 0;
-      r.pe_index = 0;
-      r.execution_index = 0;
-      return r;
-    };
     const std::int64_t t = submitted;
-    profiler.record(npu("Load", t, t + step, ctx.span_id));
-    SpanRecord exec = npu("Execution", t + step, t + 3 * step, ctx.span_id);
-    exec.flow_id = flow;
-    const std::uint64_t exec_id = exec.span_id;
-    profiler.record(exec);
-    SpanRecord conv = npu("LowLevelConv2d", t + step, t + 2 * step, exec_id);
-    conv.instruction_index = 0;
-    profiler.record(conv);
-    profiler.record(npu("Store", t + 3 * step, t + 4 * step, ctx.span_id));
+    DeviceExecution e;
+    e.card = 0;
+    e.pe_index = 0;
+    e.execution_index = 0;
+    e.load_start_ns = t;
+    e.load_end_ns = e.exec_start_ns = t + step;
+    e.exec_end_ns = e.store_start_ns = t + 3 * step;
+    e.store_end_ns = t + 4 * step;
+    e.kernels.push_back({"LowLevelConv2d", t + step, t + 2 * step, /*operator_index=*/-1, /*instruction_index=*/0});
+    record_device_execution(profiler, e, ctx, flow);
   }
   { ScopedSpan d(&profiler, "Dequantize", ctx); d.record().operator_index = 2; }
 }

@@ -1,6 +1,7 @@
 // The inferences, NPU executions, NPU operators and external operators reports: every number
 // recomputed independently from the record table; NPU Total/Run/IoWait from hand-made device
-// spans (IoWait signed); the text renderings and the selection by name.
+// executions turned into spans by the runtime's adapter (IoWait signed); the text renderings and
+// the selection by name.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "furiosa/profiler/device_execution.h"
 #include "furiosa/profiler/profiler.h"
 #include "furiosa/profiler/report.h"
 #include "synthetic_trace.h"
@@ -43,6 +45,27 @@ SpanRecord npu(const std::string& name, std::uint64_t id, std::uint64_t parent, 
   r.pe_index = pe;
   r.execution_index = execution;
   return r;
+}
+
+/// A device execution on card 0 PE 0 with Load [load, exec), Execution [exec, store) and Store
+/// [store, end) back to back; the caller adds kernels.
+DeviceExecution execution(std::int64_t index, std::int64_t load, std::int64_t exec, std::int64_t store,
+                          std::int64_t end) {
+  DeviceExecution e;
+  e.card = 0;
+  e.pe_index = 0;
+  e.execution_index = index;
+  e.load_start_ns = load;
+  e.load_end_ns = e.exec_start_ns = exec;
+  e.exec_end_ns = e.store_start_ns = store;
+  e.store_end_ns = end;
+  return e;
+}
+
+/// Its spans as the runtime records them, under span 1 of trace {5, 5}, ids from 2.
+std::vector<SpanRecord> spans_of(const DeviceExecution& e) {
+  std::uint64_t id = 2;
+  return device_execution_spans(e, SpanContext{TraceId{5, 5}, 1}, 0, [&] { return id++; });
 }
 
 }  // namespace
@@ -111,13 +134,9 @@ TEST_CASE("NPU executions report recomputed from Load, Store and kernel rows",
 TEST_CASE("NPU Total, Run and IoWait of hand-made executions, IoWait is signed",
           "[profiler][report]") {
   SECTION("Load, Execution with two kernels, Store") {
-    const std::vector<SpanRecord> spans = {
-        npu("Load", 2, 1, 1'000, 1'300, 0),
-        npu("Execution", 3, 1, 1'300, 2'000, 0),
-        npu("LowLevelConv2d", 4, 3, 1'300, 1'700, -1),
-        npu("LowLevelAdd", 5, 3, 1'750, 1'900, -1),
-        npu("Store", 6, 1, 2'000, 2'250, 0),
-    };
+    DeviceExecution e = execution(0, 1'000, 1'300, 2'000, 2'250);
+    e.kernels = {{"LowLevelConv2d", 1'300, 1'700}, {"LowLevelAdd", 1'750, 1'900}};
+    const std::vector<SpanRecord> spans = spans_of(e);
     const auto rows = npu_execution_report(spans);
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].total_ns == 1'250);  // 2250 - 1000
@@ -126,13 +145,9 @@ TEST_CASE("NPU Total, Run and IoWait of hand-made executions, IoWait is signed",
   }
   SECTION("kernels adding up to more than the window give a negative IoWait") {
     // Overlapping kernel spans (e.g. concurrent units) sum past the Load..Store window.
-    const std::vector<SpanRecord> spans = {
-        npu("Load", 2, 1, 1'000, 1'010, 7),
-        npu("Execution", 3, 1, 1'010, 1'100, 7),
-        npu("LowLevelConv2d", 4, 3, 1'010, 1'100, -1),
-        npu("LowLevelConv2d", 5, 3, 1'010, 1'100, -1),
-        npu("Store", 6, 1, 1'100, 1'120, 7),
-    };
+    DeviceExecution e = execution(7, 1'000, 1'010, 1'100, 1'120);
+    e.kernels = {{"LowLevelConv2d", 1'010, 1'100}, {"LowLevelConv2d", 1'010, 1'100}};
+    const std::vector<SpanRecord> spans = spans_of(e);
     const auto rows = npu_execution_report(spans);
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].total_ns == 120);

@@ -150,3 +150,28 @@ def test_profiler_output_path_traces_python_programs(mnist_tflite, tmp_path):
     import json
     names = [e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
     assert names.count("Inference") == 3
+
+
+def test_run_async_cancel(mnist_onnx):
+    """RunFuture.cancel (InferRequest::cancel): True exactly when result() raises Cancelled (also
+    a concurrent.futures.CancelledError); a completed run is not cancelled. Which of a burst of
+    runs the cancels catch depends on timing; the agreement does not."""
+    import concurrent.futures
+
+    with create_runner(mnist_onnx, worker_num=1) as runner:
+        x = tensor.rand(runner.model.input(0))
+        first = runner.run_async(x)
+        expected = first.result(timeout=120)
+        assert first.cancel() is False
+        assert np.array_equal(first.result()[0], expected[0])
+        futures = [runner.run_async(x) for _ in range(32)]
+        answers = [f.cancel() for f in futures]
+        for f, cancelled in zip(futures, answers):
+            if cancelled:
+                with pytest.raises(errors.Cancelled) as info:
+                    f.result(timeout=120)
+                assert isinstance(info.value, concurrent.futures.CancelledError)
+                assert f.cancel() is True
+            else:
+                assert np.array_equal(f.result(timeout=120)[0], expected[0])
+                assert f.cancel() is False

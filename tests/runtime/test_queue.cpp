@@ -13,6 +13,7 @@
 #include "furiosa/device/sim.h"
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/queue.h"
+#include "device_doubles.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -73,26 +74,6 @@ TEST_CASE("queue: bad inputs are refused at submit and nothing is queued", "[que
 
 namespace {
 
-/// A device that forwards every call to a simulated device; tests override what they change.
-class ForwardingDevice : public device::Device {
- public:
-  explicit ForwardingDevice(std::unique_ptr<device::Device> inner) : inner_(std::move(inner)) {}
-  const device::DeviceFile& file() const noexcept override { return inner_->file(); }
-  device::DeviceBuffer allocate(std::uint64_t bytes) override { return inner_->allocate(bytes); }
-  void release(const device::DeviceBuffer& b) override { inner_->release(b); }
-  void write(std::uint64_t a, std::span<const std::byte> d) override { inner_->write(a, d); }
-  void read(std::uint64_t a, std::span<std::byte> d) override { inner_->read(a, d); }
-  std::shared_ptr<device::LoadedProgram> load(std::shared_ptr<const isa::Program> p) override { return inner_->load(std::move(p)); }
-  std::shared_ptr<device::Fence> submit(const device::LoadedProgram& p, std::vector<std::span<const std::byte>> in,
-                                        std::vector<std::span<std::byte>> out) override {
-    return inner_->submit(p, std::move(in), std::move(out));
-  }
-  device::DeviceCounters counters() const override { return inner_->counters(); }
-
- protected:
-  std::unique_ptr<device::Device> inner_;
-};
-
 /// The gate of HeldDevice's fences, shared by the devices of one HeldDriver.
 struct Hold {
   std::mutex mu;
@@ -121,9 +102,9 @@ struct Hold {
 // A simulated device whose fences are held back until release(): executions are accepted and
 // computed, but none completes, so the session's requests stay in flight for as long as the
 // test needs, whatever the machine's speed. Counts the executions submitted to it.
-class HeldDevice : public ForwardingDevice {
+class HeldDevice : public test::ForwardingDevice {
  public:
-  HeldDevice(std::unique_ptr<device::Device> inner, Hold& hold) : ForwardingDevice(std::move(inner)), hold_(hold) {}
+  HeldDevice(std::unique_ptr<device::Device> inner, Hold& hold) : test::ForwardingDevice(std::move(inner)), hold_(hold) {}
   std::shared_ptr<device::Fence> submit(const device::LoadedProgram& p, std::vector<std::span<const std::byte>> in,
                                         std::vector<std::span<std::byte>> out) override;
 
@@ -336,9 +317,9 @@ namespace {
 
 // A device that fails every third execution's fence with DeviceFault (as a DMA error would),
 // delegating everything else to a simulated device.
-class FaultyDevice : public ForwardingDevice {
+class FaultyDevice : public test::ForwardingDevice {
  public:
-  explicit FaultyDevice(std::unique_ptr<device::Device> inner) : ForwardingDevice(std::move(inner)) {}
+  explicit FaultyDevice(std::unique_ptr<device::Device> inner) : test::ForwardingDevice(std::move(inner)) {}
   std::shared_ptr<device::Fence> submit(const device::LoadedProgram& p, std::vector<std::span<const std::byte>> in,
                                         std::vector<std::span<std::byte>> out) override {
     if (count_++ % 3 == 2) {

@@ -8,11 +8,13 @@ machine. A benchmark, not a test: it prints figures.
 
 It starts furiosa-serve on a free loopback port over a one-model repository, runs the same number
 of requests from the same number of client threads through HTTP, then (after the server stopped
-and released the device) through create_runner(...).run, and prints both.
+and released the device) through create_runner(...).run, and prints both, with the server's own
+CPU time per request (user + system, from /proc).
 """
 
 import argparse
 import json
+import os
 import pathlib
 import re
 import signal
@@ -52,10 +54,17 @@ def drive(requests_total, clients, call):
     return time.perf_counter() - t0, latencies
 
 
-def report(name, elapsed, latencies):
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` so far (Linux /proc), in seconds."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report(name, elapsed, latencies, cpu=None):
     p = percentiles(latencies)
+    extra = f", server CPU {cpu * 1e6 / len(latencies):.0f} us/request" if cpu is not None else ""
     print(f"{name:<8} {len(latencies)} requests in {elapsed:.2f} s: {len(latencies) / elapsed:8.1f} QPS, "
-          f"p50 {p[50]:.2f} ms, p90 {p[90]:.2f} ms, p99 {p[99]:.2f} ms")
+          f"p50 {p[50]:.2f} ms, p90 {p[90]:.2f} ms, p99 {p[99]:.2f} ms{extra}")
 
 
 def main():
@@ -103,7 +112,11 @@ def main():
             r.raise_for_status()
 
         drive(min(50, args.requests), args.clients, http_call)  # warm-up
+        cpu0 = cpu_seconds(proc.pid)
         http = drive(args.requests, args.clients, http_call)
+        # The server's own CPU time per request: on a machine shared with other work (and with
+        # the Python clients) a steadier figure of the server's cost than its QPS.
+        server_cpu = cpu_seconds(proc.pid) - cpu0
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
 
@@ -112,7 +125,7 @@ def main():
         drive(min(50, args.requests), args.clients, lambda: runner.run(x))
         direct = drive(args.requests, args.clients, lambda: runner.run(x))
     print(f"model {model.name}, device {args.device}, worker_num {args.workers}, {args.clients} clients")
-    report("serve", *http)
+    report("serve", *http, server_cpu)
     report("runner", *direct)
 
 

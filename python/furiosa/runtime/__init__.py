@@ -24,8 +24,8 @@ import numpy as np
 
 from . import _native
 from ._options import queue_sizes, session_args
-from .errors import (FuriosaRuntimeError, InvalidArgument, InvalidInput, QueueWaitTimeout,
-                     SessionClosed, SessionTerminated)
+from .errors import (Cancelled, FuriosaRuntimeError, InvalidArgument, InvalidInput,
+                     QueueWaitTimeout, SessionClosed, SessionTerminated)
 from .tensor import DataType, TensorDesc
 
 __version__ = "0.1.0"
@@ -77,7 +77,8 @@ class Model:
 class RunFuture:
     """The pending result of Runner.run_async: ``result()`` blocks (the GIL released),
     ``await future`` waits in the event loop's executor. The outputs are a list of arrays; a
-    failed run raises its FuriosaRuntimeError from result()/await."""
+    failed run raises its FuriosaRuntimeError from result()/await (``Cancelled`` after a
+    successful ``cancel()``)."""
 
     def __init__(self, pending: "_native.PendingRun"):
         self._pending = pending
@@ -87,6 +88,14 @@ class RunFuture:
     def done(self) -> bool:
         """True once the run has completed (successfully or not)."""
         return self._outcome is not None or self._pending.done()
+
+    def cancel(self) -> bool:
+        """Cancels the run (the C++ InferRequest::cancel): one still waiting for the runtime's
+        workers is withdrawn at once, one already running stops at its next stage boundary (a
+        device execution in progress is never aborted). True when the run's result is (or
+        will be) the ``Cancelled`` error, False when it completed (or completes) on its own.
+        Never waits for the run."""
+        return self._pending.cancel()
 
     def result(self, timeout: Optional[float] = None) -> List[np.ndarray]:
         """The outputs; waits at most ``timeout`` seconds (None: no bound), then raises
@@ -316,5 +325,5 @@ def create_queue(model, *, device: Optional[str] = None, worker_num: Optional[in
 __all__ = [
     "create_runner", "create_queue", "Runner", "RunFuture", "Submitter", "Receiver", "QueuePair",
     "Model", "TensorDesc", "DataType", "FuriosaRuntimeError", "InvalidInput", "SessionClosed",
-    "SessionTerminated", "QueueWaitTimeout",
+    "SessionTerminated", "QueueWaitTimeout", "Cancelled",
 ]

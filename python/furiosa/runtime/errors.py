@@ -9,6 +9,7 @@ core/include/furiosa/core/error.h). ``str(error)`` is the runtime's one-line mes
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from typing import Dict, Type
 
@@ -59,6 +60,8 @@ QueueWaitTimeout = _define("QueueWaitTimeout", TimeoutError, doc="A wait on a qu
 SessionClosed = _define("SessionClosed", doc="The runner or queue was closed before the request ran.")
 SessionTerminated = _define("SessionTerminated",
                             doc="The submitter is closed and every result was received.")
+Cancelled = _define("Cancelled", concurrent.futures.CancelledError,
+                    doc="The request was cancelled (RunFuture.cancel) before it completed.")
 IoError = _define("IoError", doc="Writing an output or trace file failed.")
 Internal = _define("Internal", doc="A broken invariant inside the runtime (a bug).")
 
@@ -66,7 +69,8 @@ _classes: Dict[str, Type[FuriosaRuntimeError]] = {
     cls.code: cls
     for cls in (InvalidInput, InvalidArgument, ModelLoadFailed, IncompatibleModel,
                 UnsupportedOperator, CompilationFailed, DeviceNotFound, DeviceBusy, DeviceFault,
-                DeviceTimeout, QueueWaitTimeout, SessionClosed, SessionTerminated, IoError, Internal)
+                DeviceTimeout, QueueWaitTimeout, SessionClosed, SessionTerminated, Cancelled, IoError,
+                Internal)
 }
 _lock = threading.Lock()
 

@@ -27,6 +27,7 @@ enum class ErrorCode {
   QueueWaitTimeout,     ///< a wait on a queue or fence ran out of time
   SessionClosed,        ///< the session was closed before the request could run
   SessionTerminated,    ///< every result of a closed submitter was received: the queue ended
+  Cancelled,            ///< the request was cancelled (InferRequest::cancel) before it completed
   IoError,              ///< writing an output file or trace failed
   Internal,             ///< a broken invariant inside the runtime (a bug)
 };

@@ -20,6 +20,7 @@
 #include "furiosa/profiler/profiler.h"
 #include "furiosa/program/compiled_model.h"
 #include "furiosa/program/compiler_options.h"
+#include "furiosa/runtime/infer_request.h"
 
 namespace furiosa::runtime {
 
@@ -55,8 +56,8 @@ struct SessionOptions {
   /// least loaded device). Empty means FURIOSA_DEVICES, else NPU_DEVNAME, else "warboy(2)*1"
   /// (one fused PE: npu0pe0-1 on the default simulated card).
   std::string device;
-  /// Host workers running host pre/post-ops (>= 1). They never wait on a device fence: a
-  /// session's fence-wait executor does (docs/design.md "Runtime").
+  /// Host workers running host pre/post-ops (>= 1). They never wait on a device fence: the
+  /// fence's signal hands the request back to them (docs/design.md "Runtime").
   int worker_num = 2;
   /// Model-level batch: bound to a symbolic dim 0 of the inputs (e.g. MobileNetV2's
   /// `batch_size`); a model whose dim 0 is fixed accepts only its own batch. >= 1.
@@ -140,6 +141,16 @@ class Runner {
   /// (Error(DeviceFault), ...). Input validation errors are thrown here, before anything runs.
   /// The inputs are moved into the request (no copy when the caller passes an rvalue).
   std::future<std::vector<Tensor>> run_async(std::vector<Tensor> inputs);
+
+  /// Starts one inference and returns its handle at once (infer_request.h: callback exactly once
+  /// on a worker, cancel(), wait()). `inputs` are moved into the request (no copy for an
+  /// rvalue). Throws, before anything runs and without ever calling `callback`,
+  /// Error(InvalidInput) like run() (unless options.inputs_checked). Thread-safe.
+  InferRequest start(std::vector<Tensor> inputs, InferCallback callback, const StartOptions& options = {});
+
+  /// Host time spent in the model's host (CPU) operators, summed over every request since the
+  /// runner was created, in ns (wall time on the threads running them). Thread-safe.
+  std::uint64_t host_operator_ns() const;
 
   /// Runs with inputs given by name and returns the named outputs (all outputs, in model order,
   /// when `output_names` is empty). Unknown or missing names are Error(InvalidInput).

@@ -22,7 +22,8 @@ Tensor read_npy_bytes(std::string_view data, const std::string& source, const Lo
 void write_npy(const std::filesystem::path& path, const Tensor& tensor);
 
 /// Reads a tensor from a ".npy" file or an ONNX TensorProto ".pb" file (by extension), checking
-/// it against `limits` like read_npy / compiler::load_tensor_pb.
+/// it against `limits` like read_npy / compiler::load_tensor_pb. TensorProto files need the
+/// default target furiosa::runtime; furiosa::runtime_core refuses them (Error(InvalidInput)).
 Tensor load_tensor_file(const std::filesystem::path& path, const LoadLimits& limits = {});
 
 }  // namespace furiosa::runtime

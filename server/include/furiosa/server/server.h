@@ -1,5 +1,5 @@
 // furiosa-serve's inference server: the Open Inference Protocol (KServe v2) over HTTP/REST
-// (Boost.Beast on Boost.Asio) in front of one runtime queue per model, with Prometheus metrics.
+// (Boost.Beast on Boost.Asio) in front of one runtime Runner per model, with Prometheus metrics.
 #pragma once
 
 #include <cstdint>
