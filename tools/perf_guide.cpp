@@ -55,35 +55,10 @@ struct Args {
   double seconds = 2.0;
 };
 
-/// One benchmark run of `model` on a fresh simulator in timing mode (nothing computed: the
-/// inputs are zero-filled) with the given pacing; `limit` sets its length (duration or queries).
-tools::BenchResult bench_on_fresh_sim(const fs::path& model, const std::string& devices, int workers,
-                                      std::int64_t batch, bool pacing,
-                                      const std::function<void(tools::BenchOptions&)>& limit) {
-  device::SimConfig config = device::sim_config_from_environment();
-  config.mode = device::SimMode::Timing;
-  config.pacing = pacing;
-  auto driver = device::create_sim_driver(config);
-  tools::BenchOptions o;
-  o.model = model;
-  o.session.device = devices;
-  o.session.worker_num = workers;
-  o.session.batch_size = batch;
-  o.session.driver = driver.get();
-  o.progress = false;
-  o.print = false;
-  limit(o);
-  return tools::run_bench(o, [](const runtime::Model& m) {
-    std::vector<Tensor> inputs;
-    for (const auto& d : m.inputs) inputs.emplace_back(d.dtype, d.shape);
-    return inputs;
-  });
-}
-
 /// One measured benchmark run (a.seconds long); a failed query is Error(Internal).
 tools::BenchResult measure(const fs::path& model, const std::string& devices, int workers, std::int64_t batch,
                            const Args& a, bool pacing = true) {
-  auto r = bench_on_fresh_sim(model, devices, workers, batch, pacing,
+  auto r = tools::run_timing_bench(model, devices, workers, batch, pacing,
                               [&](tools::BenchOptions& o) { o.duration_s = a.seconds; });
   if (r.errors > 0) {
     throw Error(ErrorCode::Internal, fmt::format("{} of {} queries failed on {}", r.errors, r.queries, devices));
@@ -95,7 +70,7 @@ tools::BenchResult measure(const fs::path& model, const std::string& devices, in
 /// and `batch`: a short run (pacing off) whose spans give the timing model's figures; the host
 /// figures in it are not used here.
 tools::ModelledFigures modelled(const fs::path& model, const std::string& devices, int workers, std::int64_t batch) {
-  const auto r = bench_on_fresh_sim(model, devices, workers, batch, /*pacing=*/false,
+  const auto r = tools::run_timing_bench(model, devices, workers, batch, /*pacing=*/false,
                                     [](tools::BenchOptions& o) { o.queries = 4; });
   if (!r.modelled.available) {
     throw Error(ErrorCode::Internal, fmt::format("no modelled figures for {} on {}", model.string(), devices));

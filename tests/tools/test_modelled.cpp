@@ -21,24 +21,8 @@ namespace {
 /// A short benchmark of `model` in timing mode (nothing computed) on a fresh simulator.
 tools::BenchResult timed_bench(const fs::path& model, const std::string& devices, int workers, std::int64_t batch,
                                bool pacing = false, std::uint64_t queries = 6) {
-  device::SimConfig config;
-  config.mode = device::SimMode::Timing;
-  config.pacing = pacing;
-  auto driver = device::create_sim_driver(config);
-  tools::BenchOptions o;
-  o.model = model;
-  o.session.device = devices;
-  o.session.worker_num = workers;
-  o.session.batch_size = batch;
-  o.session.driver = driver.get();
-  o.queries = queries;
-  o.progress = false;
-  o.print = false;
-  return tools::run_bench(o, [](const runtime::Model& m) {
-    std::vector<Tensor> inputs;
-    for (const auto& d : m.inputs) inputs.emplace_back(d.dtype, d.shape);
-    return inputs;
-  });
+  return tools::run_timing_bench(model, devices, workers, batch, pacing,
+                                 [&](tools::BenchOptions& o) { o.queries = queries; });
 }
 
 fs::path mobilenet() { return test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx"); }

@@ -1,6 +1,7 @@
 // Benchmark mode of furiosa-run.
 #include "bench.h"
 
+#include "furiosa/device/sim.h"
 #include "furiosa/profiler/statistics.h"
 
 #include <fmt/format.h>
@@ -490,6 +491,28 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
     fmt::print("wrote {}\n", o.json.string());
   }
   return r;
+}
+
+BenchResult run_timing_bench(const std::filesystem::path& model, const std::string& devices, int workers,
+                             std::int64_t batch, bool pacing, const std::function<void(BenchOptions&)>& limit) {
+  device::SimConfig config = device::sim_config_from_environment();
+  config.mode = device::SimMode::Timing;
+  config.pacing = pacing;
+  auto driver = device::create_sim_driver(config);
+  BenchOptions o;
+  o.model = model;
+  o.session.device = devices;
+  o.session.worker_num = workers;
+  o.session.batch_size = batch;
+  o.session.driver = driver.get();
+  o.progress = false;
+  o.print = false;
+  limit(o);
+  return run_bench(o, [](const runtime::Model& m) {
+    std::vector<Tensor> inputs;
+    for (const auto& d : m.inputs) inputs.emplace_back(d.dtype, d.shape);
+    return inputs;
+  });
 }
 
 }  // namespace furiosa::tools

@@ -160,4 +160,12 @@ int count_devices(std::string_view device_name) noexcept;
 /// modelled section needs. Throws furiosa::Error on setup failures; per-query failures are counted in `errors`.
 BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs);
 
+/// One run_bench of `model` on a fresh simulator (the environment's SimConfig,
+/// sim_config_from_environment) in timing mode: nothing is computed, inputs are zero-filled, and
+/// the figures are the timing model's (pacing on or off). `limit` sets the run's length
+/// (duration_s or queries) and any other option; nothing is printed. Used by perf-guide and by
+/// the timing model's tests. Throws like run_bench.
+BenchResult run_timing_bench(const std::filesystem::path& model, const std::string& devices, int workers,
+                             std::int64_t batch, bool pacing, const std::function<void(BenchOptions&)>& limit);
+
 }  // namespace furiosa::tools
