@@ -26,6 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The predicted class: the first maximum, as numpy's argmax in the model's generator script.
+std::int64_t class_of(const Tensor& t) { return static_cast<std::int64_t>(test::argmax(t)); }
+
 struct Backend {
   std::string name;
   std::function<std::unique_ptr<device::Driver>()> make;
@@ -41,11 +44,6 @@ std::vector<std::pair<Tensor, std::int64_t>> bundled_images() {
   while (expected >> file >> label) out.emplace_back(runtime::read_npy(dir / file), label);
   REQUIRE(out.size() == 8);
   return out;
-}
-
-std::int64_t argmax(const Tensor& t) {
-  const auto v = t.as<float>();
-  return std::max_element(v.begin(), v.end()) - v.begin();
 }
 
 }  // namespace
@@ -77,18 +75,18 @@ TEST_CASE("runtime conformance: every backend runs the default model through eve
         continue;
       }
       // run
-      for (const auto& [input, label] : images) CHECK(argmax(runner->run({input})[0]) == label);
+      for (const auto& [input, label] : images) CHECK(class_of(runner->run({input})[0]) == label);
       // run_async
       std::vector<std::future<std::vector<Tensor>>> futures;
       for (const auto& [input, label] : images) futures.push_back(runner->run_async({input}));
-      for (std::size_t i = 0; i < images.size(); ++i) CHECK(argmax(futures[i].get()[0]) == images[i].second);
+      for (std::size_t i = 0; i < images.size(); ++i) CHECK(class_of(futures[i].get()[0]) == images[i].second);
       // start: each callback exactly once
       std::vector<std::atomic<int>> calls(images.size());
       std::vector<std::int64_t> classes(images.size(), -1);
       std::vector<runtime::InferRequest> requests;
       for (std::size_t i = 0; i < images.size(); ++i) {
         requests.push_back(runner->start({images[i].first}, [&, i](std::vector<Tensor> out, std::exception_ptr error) {
-          if (!error) classes[i] = argmax(out[0]);
+          if (!error) classes[i] = class_of(out[0]);
           ++calls[i];
         }));
       }
@@ -114,7 +112,7 @@ TEST_CASE("runtime conformance: every backend runs the default model through eve
         auto result = receiver.recv(std::chrono::seconds(120));  // a bound against hanging only
         const auto i = std::any_cast<std::size_t>(result.context);
         ++received[i];
-        CHECK(argmax(result.value()[0]) == images[i].second);
+        CHECK(class_of(result.value()[0]) == images[i].second);
       }
       CHECK(received.size() == images.size());
     }

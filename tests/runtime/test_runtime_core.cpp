@@ -18,13 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::int64_t argmax10(const Tensor& t) {
-  std::int64_t best = 0;
-  for (std::int64_t c = 1; c < 10; ++c) {
-    if (t.as<float>()[static_cast<std::size_t>(c)] > t.as<float>()[static_cast<std::size_t>(best)]) best = c;
-  }
-  return best;  // first maximum wins, as numpy's argmax in the model's generator script
-}
+/// The predicted class: the first maximum, as numpy's argmax in the model's generator script.
+std::int64_t class_of(const Tensor& t) { return static_cast<std::int64_t>(test::argmax(t)); }
 
 fs::path enf() { return test::build_path("FURIOSA_DEFAULT_ENF"); }
 fs::path models() { return test::build_path("FURIOSA_MODELS_DIR"); }
@@ -44,7 +39,7 @@ TEST_CASE("runtime_core runs a program file: the default model's recorded predic
   CHECK(runner->model().inputs[0].shape == Shape{1, 1, 28, 28});
   std::size_t differ = 0;
   for (std::size_t i = 0; i < 1000; ++i) {
-    const auto p = argmax10(runner->run({ds.image(i)})[0]);
+    const auto p = class_of(runner->run({ds.image(i)})[0]);
     if (p != recorded[i]) {
       ++differ;
       UNSCOPED_INFO("image " << i << ": runtime " << p << ", script " << recorded[i]);
@@ -68,7 +63,7 @@ TEST_CASE("runtime_core serves a program file through the submit/recv queues", "
   for (int i = 0; i < n; ++i) {
     auto result = receiver.recv(std::chrono::seconds(60));
     const int context = std::any_cast<int>(result.context);
-    CHECK(argmax10(result.value()[0]) == want.at(context));
+    CHECK(class_of(result.value()[0]) == want.at(context));
   }
 }
 

@@ -16,15 +16,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kModels = FURIOSA_MODELS_DIR;
+/// The predicted class: the first maximum, as numpy's argmax in the model's generator script.
+std::int64_t class_of(const Tensor& t) { return static_cast<std::int64_t>(test::argmax(t)); }
 
-std::int64_t argmax10(const Tensor& t) {
-  std::int64_t best = 0;
-  for (std::int64_t c = 1; c < 10; ++c) {
-    if (t.as<float>()[static_cast<std::size_t>(c)] > t.as<float>()[static_cast<std::size_t>(best)]) best = c;
-  }
-  return best;  // first maximum wins, as numpy's argmax in the generator script
-}
+const fs::path kModels = FURIOSA_MODELS_DIR;
 
 }  // namespace
 
@@ -38,7 +33,7 @@ TEST_CASE("the default model classifies the bundled images as its model card say
   while (expected >> file >> want) {
     auto out = runner->run({runtime::read_npy(kModels / "images" / file)});
     INFO(file);
-    CHECK(argmax10(out[0]) == want);
+    CHECK(class_of(out[0]) == want);
     ++n;
   }
   CHECK(n == 8);
@@ -57,7 +52,7 @@ TEST_CASE("the first 1,000 Fashion-MNIST test images reproduce the recorded int8
   auto runner = runtime::create_runner(kModels / "fashion_mnist_int8.onnx");
   std::size_t correct = 0, differ = 0;
   for (std::size_t i = 0; i < 1000; ++i) {
-    const auto p = argmax10(runner->run({ds.image(i)})[0]);
+    const auto p = class_of(runner->run({ds.image(i)})[0]);
     correct += p == ds.labels.data[i];
     if (p != recorded[i]) {
       ++differ;
