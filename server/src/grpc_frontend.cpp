@@ -10,6 +10,7 @@
 #include <set>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "furiosa/server/v2_protocol.h"
 #include "grpc_predict_v2.grpc.pb.h"
 
@@ -276,11 +277,11 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
   grpc::Status find(const std::string& name, const std::string& version, ModelService*& model) const {
     auto it = models_.find(name);
-    if (it == models_.end()) return {grpc::StatusCode::NOT_FOUND, fmt::format("unknown model '{}'", name)};
+    if (it == models_.end()) return {grpc::StatusCode::NOT_FOUND, fmt::format("unknown model '{}'", escape_text(name))};
     model = it->second.get();
     if (!version.empty() && version != model->entry().version) {
       return {grpc::StatusCode::NOT_FOUND, fmt::format("model '{}' has no served version '{}' (serving {})", name,
-                                                       version, model->entry().version)};
+                                                       escape_text(version), model->entry().version)};
     }
     return grpc::Status::OK;
   }

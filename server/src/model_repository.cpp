@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bounded_json.h"
 #include "furiosa/core/error.h"
 
 namespace furiosa::server {
@@ -30,8 +31,10 @@ ModelConfig read_config(const fs::path& file) {
   if (!in) bad_file(file, "cannot read");
   std::stringstream text;
   text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) bad_file(file, "not a JSON object");
+  nlohmann::json j;
+  const JsonParse parsed = parse_bounded_json(text.str(), j);
+  if (parsed == JsonParse::TooDeep) bad_file(file, fmt::format("nested deeper than {} levels", kMaxJsonDepth));
+  if (parsed != JsonParse::Ok || !j.is_object()) bad_file(file, "not a JSON object");
   for (const auto& [key, value] : j.items()) {
     // (The bindings are captured explicitly: clang 14 cannot capture a structured binding.)
     auto positive = [&, &key = key, &value = value](std::int64_t minimum) {

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/server/v2_protocol.h"
 #include "grpc_frontend.h"
@@ -157,13 +158,13 @@ class Session : public std::enable_shared_from_this<Session> {
     if (path.size() >= 3 && path[1] == "models") {
       ModelService* model = server_->find(path[2]);
       if (model == nullptr) {
-        return reply(http::status::not_found, error_json(fmt::format("unknown model '{}'", path[2])));
+        return reply(http::status::not_found, error_json(fmt::format("unknown model '{}'", escape_text(path[2]))));
       }
       std::size_t rest = 3;
       if (path.size() >= 5 && path[3] == "versions") {
         if (path[4] != model->entry().version) {
           return reply(http::status::not_found,
-                       error_json(fmt::format("model '{}' has no served version '{}' (serving {})", path[2], path[4],
+                       error_json(fmt::format("model '{}' has no served version '{}' (serving {})", path[2], escape_text(path[4]),
                                               model->entry().version)));
         }
         rest = 5;
@@ -202,7 +203,12 @@ class Session : public std::enable_shared_from_this<Session> {
       throw;
     }
     Deadline deadline;
-    if (request->timeout_us) deadline = received + std::chrono::microseconds(*request->timeout_us);
+    // A timeout a year or more away means no deadline, as for gRPC deadlines (grpc_frontend.cpp):
+    // adding any int64 count of microseconds to the clock could overflow into the past.
+    constexpr std::int64_t kYearUs = std::int64_t{365} * 24 * 3600 * 1'000'000;
+    if (request->timeout_us && *request->timeout_us < kYearUs) {
+      deadline = received + std::chrono::microseconds(*request->timeout_us);
+    }
     std::vector<Tensor> inputs = std::move(request->inputs);
     // Throws (answered by on_read) when not admitted; else the completion runs exactly once.
     model.infer(std::move(inputs), deadline,

@@ -9,7 +9,9 @@
 #include <limits>
 #include <map>
 
+#include "bounded_json.h"
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 
 namespace furiosa::server {
 
@@ -36,21 +38,37 @@ std::optional<DType> dtype_of_v2(std::string_view datatype) noexcept {
 namespace {
 
 [[noreturn]] void bad_tensor(const std::string& tensor, const std::string& message) {
-  throw Error(ErrorCode::InvalidInput, fmt::format("input '{}': {}", tensor, message), ErrorSubject::of_tensor(tensor));
+  // The name may come from the request: escaped, so no request can forge lines in a log.
+  throw Error(ErrorCode::InvalidInput, fmt::format("input '{}': {}", escape_text(tensor), message),
+              ErrorSubject::of_tensor(tensor));
 }
 
 [[noreturn]] void bad_request(const std::string& message) {
   throw Error(ErrorCode::InvalidInput, "inference request: " + message);
 }
 
-/// Appends the numbers of a (possibly nested) JSON array, row-major.
+/// Appends the numbers of a (possibly nested) JSON array, row-major. Iterative: an explicit
+/// stack of (array, next index) instead of one call per level, so no nesting can exhaust the
+/// thread's stack (the document's depth is bounded by parse_bounded_json anyway).
 void flatten(const json& value, std::vector<const json*>& out, const std::string& tensor) {
-  if (value.is_array()) {
-    for (const auto& v : value) flatten(v, out, tensor);
-  } else if (value.is_number() || value.is_boolean()) {
-    out.push_back(&value);
-  } else {
-    bad_tensor(tensor, fmt::format("\"data\" holds a {} where numbers were expected", value.type_name()));
+  auto leaf = [&](const json& v) {
+    if (v.is_number() || v.is_boolean()) {
+      out.push_back(&v);
+    } else {
+      bad_tensor(tensor, fmt::format("\"data\" holds a {} where numbers were expected", v.type_name()));
+    }
+  };
+  if (!value.is_array()) return leaf(value);
+  std::vector<std::pair<const json*, std::size_t>> open{{&value, 0}};
+  while (!open.empty()) {
+    auto& [array, next] = open.back();
+    if (next == array->size()) {
+      open.pop_back();
+      continue;
+    }
+    const json& v = (*array)[next++];
+    if (v.is_array()) open.emplace_back(&v, 0);  // invalidates array/next: used no more
+    else leaf(v);
   }
 }
 
@@ -131,8 +149,12 @@ InferRequest decode_infer_request(std::string_view body, std::optional<std::size
     }
     json_size = *header_length;
   }
-  json request = json::parse(body.substr(0, json_size), nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded() || !request.is_object()) bad_request("the body is not a JSON object");
+  json request;
+  const JsonParse parsed = parse_bounded_json(body.substr(0, json_size), request);
+  if (parsed == JsonParse::TooDeep) {
+    bad_request(fmt::format("the JSON is nested deeper than {} levels", kMaxJsonDepth));
+  }
+  if (parsed != JsonParse::Ok || !request.is_object()) bad_request("the body is not a JSON object");
   InferRequest out;
   if (auto id = request.find("id"); id != request.end()) {
     if (!id->is_string()) bad_request("\"id\" must be a string");
@@ -243,7 +265,8 @@ EncodedResponse encode_infer_response(const std::string& model_name, const std::
       std::size_t i = 0;
       while (i < model_outputs.size() && model_outputs[i].name != name) ++i;
       if (i == model_outputs.size()) {
-        throw Error(ErrorCode::InvalidInput, fmt::format("output '{}': the model has no such output", name),
+        throw Error(ErrorCode::InvalidInput,
+                    fmt::format("output '{}': the model has no such output", escape_text(name)),
                     ErrorSubject::of_tensor(name));
       }
       chosen.push_back(i);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <limits>
 
 #include "furiosa/core/error.h"
 #include "furiosa/runtime/runner.h"
@@ -149,6 +150,59 @@ TEST_CASE("bad inference requests are InvalidInput naming the tensor or the prob
   asks_unknown.outputs = {"missing_output"};
   CHECK_THROWS_WITH(server::encode_infer_response("m", "1", asks_unknown, m.outputs, {Tensor(DType::Float32, {1, 10})}),
                     Catch::Contains("missing_output"));
+}
+
+TEST_CASE("JSON nested past the limit is refused while parsing, not walked (100,000 levels)", "[server]") {
+  const auto m = mnist_model();
+  const auto& d = m.inputs.at(0);
+  const Tensor x = mnist_input();
+  // The request that crashed the server by recursion (issue 30): "data" 100,000 levels deep.
+  const std::string deep = std::string(100'000, '[') + "1" + std::string(100'000, ']');
+  json good = json_request(d, x);
+  std::string text = good.dump();
+  const std::string flat = good["inputs"][0]["data"].dump();
+  text.replace(text.find(flat), flat.size(), deep);
+  require_invalid(text, std::nullopt, m, "nested deeper than 64 levels");
+  // The same depth unclosed (truncated) is refused the same way, before the parse fails.
+  require_invalid(std::string(100'000, '['), std::nullopt, m, "nested deeper than 64 levels");
+
+  // Up to the limit it is an ordinary request: the 784 values wrapped so that the document is
+  // exactly 64 levels deep ({} 1, "inputs" 2, the input 3, "data" 4..64) decode to the same bytes.
+  json wrapped = good["inputs"][0]["data"];
+  for (int level = 4; level < 64; ++level) wrapped = json::array({wrapped});
+  json at_limit = good;
+  at_limit["inputs"][0]["data"] = wrapped;
+  auto decoded = server::decode_infer_request(at_limit.dump(), std::nullopt, m.inputs);
+  CHECK(std::memcmp(decoded.inputs[0].bytes().data(), x.bytes().data(), x.size_bytes()) == 0);
+  // One level more is refused.
+  at_limit["inputs"][0]["data"] = json::array({wrapped});
+  require_invalid(at_limit.dump(), std::nullopt, m, "nested deeper than 64 levels");
+}
+
+TEST_CASE("names from a request reach error messages escaped, on one line", "[server]") {
+  const auto m = mnist_model();
+  const auto& d = m.inputs.at(0);
+  json j = json_request(d, mnist_input());
+  j["inputs"][0]["name"] = "x\nerror: forged line\x1b[2J";
+  try {
+    server::decode_infer_request(j.dump(), std::nullopt, m.inputs);
+    FAIL("an unknown input was accepted");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find('\n') == std::string::npos);
+    CHECK(what.find('\x1b') == std::string::npos);
+    CHECK_THAT(what, Catch::Contains("x\\x0aerror: forged line\\x1b[2J"));
+  }
+}
+
+TEST_CASE("timeout_us accepts any positive int64, up to its maximum", "[server]") {
+  const auto m = mnist_model();
+  json j = json_request(m.inputs.at(0), mnist_input());
+  j["parameters"] = {{"timeout_us", std::numeric_limits<std::int64_t>::max()}};
+  auto request = server::decode_infer_request(j.dump(), std::nullopt, m.inputs);
+  CHECK(request.timeout_us == std::numeric_limits<std::int64_t>::max());
+  j["parameters"] = {{"timeout_us", 0}};
+  require_invalid(j.dump(), std::nullopt, m, "timeout_us must be an integer >= 1");
 }
 
 TEST_CASE("model metadata lists the model's tensors with v2 datatypes", "[server]") {

@@ -33,7 +33,8 @@ struct InferRequest {
   std::vector<std::pair<std::string, bool>> binary_outputs;
   bool binary_data_output = false;     ///< request parameters.binary_data_output
   /// Request parameters.timeout_us: the request's deadline, microseconds after it was received
-  /// (> 0); nullopt = none. Past it the request is answered 504 instead of being submitted.
+  /// (> 0); nullopt = none, and the server treats a year or more as none. Past it the request
+  /// is answered 504 instead of being submitted.
   std::optional<std::int64_t> timeout_us;
 };
 
