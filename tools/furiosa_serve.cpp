@@ -17,13 +17,39 @@ int main(int argc, char** argv) {
   app.add_option("--model-repository", options.model_repository,
                  "Folder of MODEL_NAME/VERSION/model.{onnx,tflite,enf} (+ MODEL_NAME/config.json)")
       ->required();
-  app.add_option("--host", options.host, "Address to listen on")->capture_default_str();
+  app.add_option("--host", options.host,
+                 "Address to listen on (0.0.0.0: every interface; there is no authentication)")
+      ->capture_default_str();
   app.add_option("--http-port", options.http_port, "HTTP port (0: any free port)")->capture_default_str();
   app.add_option("--grpc-port", options.grpc_port, "gRPC port (inference.GRPCInferenceService; 0: any free port)")
       ->capture_default_str();
   app.add_option("--http-threads", options.http_threads, "Threads serving HTTP connections")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  // Limits of one HTTP request and connection (docs/serving.md "Limits").
+  app.add_option("--max-body-bytes", options.max_body_bytes, "Largest request body (413 past it)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-header-bytes", options.max_header_bytes,
+                 "Largest request line plus header fields (431 past it)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  app.add_option("--idle-timeout", options.idle_timeout_s,
+                 "Seconds a keep-alive connection may wait for a request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--header-timeout", options.header_timeout_s,
+                 "Seconds from a request's first byte to the end of its header section")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--body-timeout", options.body_timeout_s,
+                 "Seconds for the rest of a request (its body), and for writing a response")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shutdown-grace", options.shutdown_grace_s,
+                 "Seconds shutdown waits for requests in progress before dropping them")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   // SIGTERM/SIGINT are blocked in every thread (the server's threads inherit the mask) and

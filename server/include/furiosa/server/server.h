@@ -16,14 +16,28 @@ namespace furiosa::server {
 /// Options of an InferenceServer (furiosa-serve's command line).
 struct ServerOptions {
   std::filesystem::path model_repository;  ///< MODEL_NAME/VERSION/model.* (model_repository.h)
-  std::string host = "0.0.0.0";           ///< address to listen on
+  /// Address to listen on: loopback unless told otherwise (deploy/ files pass 0.0.0.0), since the
+  /// server has no authentication.
+  std::string host = "127.0.0.1";
   std::uint16_t http_port = 8000;          ///< 0 = any free port (see http_port())
   std::uint16_t grpc_port = 8001;          ///< 0 = any free port (see grpc_port())
   bool grpc = true;                        ///< serve gRPC (inference.GRPCInferenceService) too
-  /// How long shutdown waits for gRPC calls in progress before cancelling them (seconds).
-  double grpc_shutdown_grace_s = 60;
+  /// How long shutdown waits for requests in progress (HTTP requests being received or
+  /// answered, gRPC calls) before dropping or cancelling them (seconds).
+  double shutdown_grace_s = 60;
   int http_threads = 2;                    ///< threads running the HTTP connections (>= 1)
-  std::size_t max_body_bytes = 256u << 20;  ///< larger request bodies are answered 413
+  /// Limits of one HTTP request (docs/serving.md "Limits"): larger bodies are answered 413 as
+  /// soon as their Content-Length or a chunk passes the limit, before the body is read; a
+  /// request line plus header fields larger than max_header_bytes are answered 431.
+  std::size_t max_body_bytes = 256u << 20;
+  std::size_t max_header_bytes = 16u << 10;
+  /// Timeouts of an HTTP connection (seconds): waiting for the next request of a keep-alive
+  /// connection (then closed), from a request's first byte to the end of its header section,
+  /// and for the rest of the request (body) or the writing of a response. A request that times
+  /// out is not answered: its connection is closed (slow-header and slow-body clients).
+  double idle_timeout_s = 60;
+  double header_timeout_s = 30;
+  double body_timeout_s = 300;
 };
 
 /// The server: HTTP/REST and gRPC (server/proto/grpc_predict_v2.proto) front ends over one
@@ -67,7 +81,7 @@ class InferenceServer {
   /// waits for SIGTERM with sigwait on its main thread and calls it there).
   void shutdown();
   /// Blocks until the server has shut down (after shutdown(); or at once when never started):
-  /// waits for gRPC calls in progress (at most grpc_shutdown_grace_s), joins the HTTP threads and
+  /// waits for gRPC calls in progress (at most shutdown_grace_s), joins the HTTP threads and
   /// drains every model's queue.
   void wait();
 

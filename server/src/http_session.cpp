@@ -1,0 +1,413 @@
+// One HTTP/1.1 connection of an InferenceServer (server_impl.h): reading a request in stages
+// with their own limits and timeouts, routing it, answering it (possibly later, from an inference
+// completion), and closing the connection without losing the answer.
+//
+// The stages of a request, each bounded:
+//   idle    keep-alive, no byte of the next request yet  -> options.idle_timeout_s
+//   header  first byte to the end of the header section   -> header_timeout_s, max_header_bytes
+//                                                            (431)
+//   body    the rest of the request                        -> body_timeout_s, max_body_bytes (413,
+//                                                            as soon as a Content-Length or a
+//                                                            chunk passes it)
+// A stage that times out closes the connection (the stream has closed the socket; counted in
+// furiosa_serve_http_refused_total{reason="timeout"}).
+// A request counts as active (InferenceServer::Impl::active_requests, what shutdown drains) from
+// its first byte until its response is written. Malformed HTTP is answered 400 naming what Beast's
+// parser found wrong. After an error response the connection is closed by a lingering close: the
+// server stops sending, then reads and discards what the client still sends (bounded in bytes and
+// time), so a client still uploading its body reads the 413 instead of a reset.
+#include <fmt/format.h>
+
+#include <utility>  // before Boost.Asio 1.74 (awaitable.hpp uses std::exchange)
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
+#include "furiosa/server/v2_protocol.h"
+#include "server_impl.h"
+
+namespace furiosa::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+using Response = http::response<http::string_body>;
+
+/// The HTTP status of a serving outcome (serve_error.h's table).
+http::status http_status(ServeStatus status) {
+  switch (status) {
+    case ServeStatus::Ok: return http::status::ok;
+    case ServeStatus::InvalidArgument: return http::status::bad_request;
+    case ServeStatus::NotFound: return http::status::not_found;
+    case ServeStatus::ResourceExhausted: return http::status::too_many_requests;
+    case ServeStatus::Unavailable: return http::status::service_unavailable;
+    case ServeStatus::DeadlineExceeded: return http::status::gateway_timeout;
+    case ServeStatus::Internal: return http::status::internal_server_error;
+  }
+  return http::status::internal_server_error;
+}
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
+/// Bytes a lingering close reads and discards at most, and for how long without any.
+constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
+constexpr auto kLingerQuiet = std::chrono::seconds(5);
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, InferenceServer::Impl* server)
+      : stream_(std::move(socket)), server_(server) {
+    server_->http_metrics.connections.Increment();
+  }
+  ~Session() {
+    if (receiving_) server_->http_metrics.receiving.Decrement();
+    if (counted_) server_->active_requests.fetch_sub(1);
+    server_->http_metrics.connections.Decrement();
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void start(bool request_pending) {
+    if (request_pending) count_request();
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_request(); });
+  }
+
+ private:
+  void count_request() {
+    if (counted_) return;
+    counted_ = true;
+    server_->active_requests.fetch_add(1);
+  }
+  void uncount_request() {
+    if (!counted_) return;
+    counted_ = false;
+    server_->active_requests.fetch_sub(1);
+  }
+  void set_receiving(bool on) {
+    if (on == receiving_) return;
+    receiving_ = on;
+    if (on) server_->http_metrics.receiving.Increment();
+    else server_->http_metrics.receiving.Decrement();
+  }
+
+  /// Idle: waits for the first byte of the next request (bytes already buffered count).
+  void wait_request() {
+    if (buffer_.size() > 0) return read_header();
+    stream_.expires_after(seconds(server_->options.idle_timeout_s));
+    stream_.async_read_some(
+        buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->buffer_.commit(n);
+          if (ec || n == 0)
+            return self->close_now();  // closed, timed out or reset: no request started
+          self->read_header();
+        });
+  }
+
+  void read_header() {
+    count_request();
+    set_receiving(true);
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_->options.max_header_bytes));
+    parser_->body_limit(server_->options.max_body_bytes);
+    stream_.expires_after(seconds(server_->options.header_timeout_s));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->on_read_error(ec, "header");
+                              self->read_body();
+                            });
+  }
+
+  void read_body() {
+    const auto expect = parser_->get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+      // The client (curl, for bodies over 1 MiB) waits for this before sending the body.
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+      stream_.expires_after(seconds(server_->options.body_timeout_s));
+      return http::async_write(
+          stream_, *cont, [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+            if (ec) return self->close_now();
+            self->read_body_after_continue();
+          });
+    }
+    read_body_after_continue();
+  }
+
+  void read_body_after_continue() {
+    stream_.expires_after(seconds(server_->options.body_timeout_s));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (ec) return self->on_read_error(ec, "body");
+                       self->on_request();
+                     });
+  }
+
+  /// A request that could not be read: answered when there is someone to answer.
+  void on_read_error(beast::error_code ec, const char* stage) {
+    set_receiving(false);
+    keep_alive_ = false;
+    const auto& limits = server_->options;
+    auto refuse = [&](const char* reason, http::status status, std::string message) {
+      server_->http_metrics.refused.Add({{"reason", reason}}).Increment();
+      reply(status, error_json(message));
+    };
+    if (ec == http::error::body_limit) {
+      return refuse("body_too_large", http::status::payload_too_large,
+                    fmt::format("request body larger than {} bytes (--max-body-bytes)",
+                                limits.max_body_bytes));
+    }
+    if (ec == http::error::header_limit) {
+      return refuse(
+          "header_too_large", http::status::request_header_fields_too_large,
+          fmt::format("request line and header fields larger than {} bytes (--max-header-bytes)",
+                      limits.max_header_bytes));
+    }
+    if (ec == beast::error::timeout) {
+      // The stream closed the socket when its timer fired (beast::tcp_stream): no answer can
+      // be sent, as nginx's client_header_timeout does not answer either.
+      server_->http_metrics.refused.Add({{"reason", "timeout"}}).Increment();
+      return close_now();
+    }
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+        ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted) {
+      return close_now();  // the client went away mid-request: nobody to answer
+    }
+    refuse("malformed", http::status::bad_request,
+           fmt::format("malformed HTTP request ({}): {}", stage, escape_text(ec.message())));
+  }
+
+  void on_request() {
+    set_receiving(false);
+    request_ = parser_->release();
+    keep_alive_ = request_.keep_alive();
+    try {
+      route();
+    } catch (const std::exception& e) {
+      reply(http_status(status_of(e)), error_json(e.what()));
+    }
+  }
+
+  /// Splits the target path into its segments ("/v2/models/m/infer" -> v2, models, m, infer).
+  static std::vector<std::string> segments(std::string_view target) {
+    if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+    std::vector<std::string> out;
+    std::size_t i = 0;
+    while (i < target.size()) {
+      std::size_t j = target.find('/', i);
+      if (j == std::string_view::npos) j = target.size();
+      if (j > i) out.emplace_back(target.substr(i, j - i));
+      i = j + 1;
+    }
+    return out;
+  }
+
+  void route() {
+    const auto target = request_.target();
+    const auto path = segments(std::string_view(target.data(), target.size()));
+    const auto method = request_.method();
+    const bool get = method == http::verb::get;
+    if (server_->stopping.load() &&
+        !(path.size() == 3 && path[1] == "health" && path[2] == "live")) {
+      keep_alive_ = false;
+      return reply(http::status::service_unavailable, error_json("the server is shutting down"));
+    }
+    if (path.size() == 1 && path[0] == "metrics" && get) return reply_metrics();
+    if (path.empty() || path[0] != "v2")
+      return reply(http::status::not_found, error_json("no such endpoint"));
+    if (path.size() == 1 && get) {
+      return reply(http::status::ok, nlohmann_server_metadata());
+    }
+    if (path.size() == 3 && path[1] == "health" && get) {
+      if (path[2] == "live") return reply(http::status::ok, "");
+      if (path[2] == "ready") return reply(http::status::ok, "");
+    }
+    if (path.size() >= 3 && path[1] == "models") {
+      ModelService* model = server_->find(path[2]);
+      if (model == nullptr) {
+        return reply(http::status::not_found,
+                     error_json(fmt::format("unknown model '{}'", escape_text(path[2]))));
+      }
+      std::size_t rest = 3;
+      if (path.size() >= 5 && path[3] == "versions") {
+        if (path[4] != model->entry().version) {
+          return reply(
+              http::status::not_found,
+              error_json(fmt::format("model '{}' has no served version '{}' (serving {})", path[2],
+                                     escape_text(path[4]), model->entry().version)));
+        }
+        rest = 5;
+      }
+      if (path.size() == rest && get) {
+        return reply(http::status::ok,
+                     model_metadata_json(model->entry().name, model->entry().versions,
+                                         model->entry().platform, model->model()));
+      }
+      if (path.size() == rest + 1 && path[rest] == "ready" && get)
+        return reply(http::status::ok, "");
+      if (path.size() == rest + 1 && path[rest] == "infer" && method == http::verb::post)
+        return infer(*model);
+    }
+    reply(http::status::not_found, error_json("no such endpoint"));
+  }
+
+  static std::string nlohmann_server_metadata() {
+    return R"({"name":"furiosa-serve","version":"0.1.0","extensions":["binary_tensor_data"]})";
+  }
+
+  void infer(ModelService& model) {
+    const auto received = Clock::now();
+    std::optional<std::size_t> header_length;
+    std::shared_ptr<InferRequest> request;
+    try {
+      if (auto h = request_.find("Inference-Header-Content-Length"); h != request_.end()) {
+        std::size_t n = 0;
+        const auto value = h->value();
+        auto [p, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (err != std::errc() || p != value.data() + value.size()) {
+          throw Error(ErrorCode::InvalidInput,
+                      "Inference-Header-Content-Length is not a byte count");
+        }
+        header_length = n;
+      }
+      request = std::make_shared<InferRequest>(
+          decode_infer_request(request_.body(), header_length, model.model().inputs));
+    } catch (const std::exception& e) {
+      model.count_failure(status_of(e));
+      throw;
+    }
+    Deadline deadline;
+    // A timeout a year or more away means no deadline, as for gRPC deadlines (grpc_frontend.cpp):
+    // adding any int64 count of microseconds to the clock could overflow into the past.
+    constexpr std::int64_t kYearUs = std::int64_t{365} * 24 * 3600 * 1'000'000;
+    if (request->timeout_us && *request->timeout_us < kYearUs) {
+      deadline = received + std::chrono::microseconds(*request->timeout_us);
+    }
+    std::vector<Tensor> inputs = std::move(request->inputs);
+    // Throws (answered by on_read) when not admitted; else the completion runs exactly once.
+    model.infer(std::move(inputs), deadline,
+                [self = shared_from_this(), &model, request](std::vector<Tensor> outputs,
+                                                             std::exception_ptr error) {
+                  asio::post(self->stream_.get_executor(),
+                             [self, &model, request, outputs = std::move(outputs), error] {
+                               self->complete(model, *request, outputs, error);
+                             });
+                });
+  }
+
+  void complete(ModelService& model, const InferRequest& request,
+                const std::vector<Tensor>& outputs, std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+      auto encoded = encode_infer_response(model.entry().name, model.entry().version, request,
+                                           model.model().outputs, outputs);
+      Response res{http::status::ok, request_.version()};
+      if (encoded.header_length) {
+        res.set(http::field::content_type, "application/octet-stream");
+        res.set("Inference-Header-Content-Length", std::to_string(*encoded.header_length));
+      } else {
+        res.set(http::field::content_type, "application/json");
+      }
+      res.body() = std::move(encoded.body);
+      write(std::move(res));
+    } catch (const std::exception& e) {
+      reply(http_status(status_of(e)), error_json(e.what()));
+    }
+  }
+
+  void reply_metrics() {
+    Response res{http::status::ok, request_.version()};
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.body() = server_->collect_metrics();
+    write(std::move(res));
+  }
+
+  void reply(http::status status, std::string body) {
+    Response res{status, request_.version()};
+    if (!body.empty()) res.set(http::field::content_type, "application/json");
+    res.body() = std::move(body);
+    write(std::move(res));
+  }
+
+  void write(Response res) {
+    res.set(http::field::server, "furiosa-serve");
+    res.keep_alive(keep_alive_ && !server_->stopping.load());
+    res.prepare_payload();
+    response_ = std::make_shared<Response>(std::move(res));
+    stream_.expires_after(seconds(server_->options.body_timeout_s));
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        const bool again = !ec && self->response_->keep_alive();
+                        const bool error_response = self->response_->result_int() >= 400;
+                        self->response_.reset();
+                        self->uncount_request();
+                        if (again) return self->wait_request();
+                        if (ec) return self->close_now();
+                        // Closing with unread request bytes makes the kernel send a reset, which
+                        // can overtake the response: after an error (413 mid-upload) read what the
+                        // client still sends first.
+                        if (error_response) return self->linger_close();
+                        self->close_now();
+                      });
+  }
+
+  void linger_close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return close_now();
+    discard();
+  }
+
+  void discard() {
+    buffer_.consume(buffer_.size());
+    stream_.expires_after(kLingerQuiet);
+    stream_.async_read_some(buffer_.prepare(64 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->lingered_ += n;
+                              if (ec || n == 0 || self->lingered_ >= kLingerBytes)
+                                return self->close_now();
+                              self->discard();
+                            });
+  }
+
+  void close_now() {
+    set_receiving(false);
+    uncount_request();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  InferenceServer::Impl* server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::request<http::string_body> request_;
+  std::shared_ptr<Response> response_;
+  bool keep_alive_ = true;
+  bool counted_ = false;    ///< counted in active_requests
+  bool receiving_ = false;  ///< counted in http_metrics.receiving
+  std::size_t lingered_ = 0;
+};
+
+}  // namespace
+
+void start_http_session(tcp::socket socket, InferenceServer::Impl* server, bool request_pending) {
+  std::make_shared<Session>(std::move(socket), server)->start(request_pending);
+}
+
+}  // namespace furiosa::server

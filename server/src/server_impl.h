@@ -1,0 +1,80 @@
+// Private: the state of an InferenceServer (server.h) shared by server.cpp (start, shutdown,
+// drain) and http_session.cpp (one HTTP connection).
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <utility>  // before Boost.Asio 1.74, whose awaitable.hpp uses std::exchange unincluded
+#include <boost/asio.hpp>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "furiosa/server/server.h"
+#include "grpc_frontend.h"
+#include "model_service.h"
+
+namespace furiosa::server {
+
+/// The HTTP front end's own series (per connection, not per model).
+struct HttpMetrics {
+  /// Registers the families. Throws what prometheus-cpp throws for a duplicate name.
+  explicit HttpMetrics(prometheus::Registry& registry);
+  prometheus::Gauge& connections;  ///< open HTTP connections
+  prometheus::Gauge& receiving;    ///< requests whose first bytes arrived, not yet read in full
+  /// Requests refused before routing, by reason: malformed (400), timeout (408),
+  /// body_too_large (413), header_too_large (431).
+  prometheus::Family<prometheus::Counter>& refused;
+};
+
+struct InferenceServer::Impl {
+  ServerOptions options;
+  std::ostream& log;
+  std::atomic<bool> stopping{false};
+  /// Requests whose first bytes were received and that are not yet answered (their response
+  /// written, or the connection dropped by the client): what a graceful shutdown waits for.
+  std::atomic<std::size_t> active_requests{0};
+  std::once_flag teardown_once;
+
+  prometheus::Registry registry;
+  ServiceMetrics metrics{registry};
+  HttpMetrics http_metrics{registry};
+  std::map<std::string, std::unique_ptr<ModelService>> models;
+  std::unique_ptr<GrpcFrontend> grpc;
+  std::uint16_t grpc_port = 0;
+
+  // Declared last: destroyed first, with any handler still queued, while the above still exist.
+  boost::asio::io_context ioc;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::optional<boost::asio::ip::tcp::acceptor> acceptor;
+  std::vector<std::thread> threads;
+
+  Impl(ServerOptions o, std::ostream& l) : options(std::move(o)), log(l) {}
+
+  void accept();
+  /// On the io_context at shutdown: takes the connections the kernel already accepted (the
+  /// listen backlog), serves those whose request bytes already arrived, closes the acceptor.
+  void stop_accepting();
+  /// Stops the io_context once no request is active, or when the shutdown grace has passed.
+  void drain_then_stop(std::chrono::steady_clock::time_point give_up);
+  void teardown();
+  ModelService* find(const std::string& name);
+  std::string collect_metrics();
+};
+
+/// Serves HTTP/1.1 on `socket` until the connection closes (http_session.cpp). With
+/// `request_pending` the connection is counted in active_requests at once, before this returns
+/// (bytes of a request are known to have arrived: shutdown must wait for it).
+void start_http_session(boost::asio::ip::tcp::socket socket, InferenceServer::Impl* server,
+                        bool request_pending);
+
+}  // namespace furiosa::server
