@@ -51,6 +51,34 @@ if [ -n "$compile" ] && [ -x "$compile" ]; then
 else
   echo "run_fuzzers: no furiosa-compile found: fuzz_program_file starts without an .enf seed" >&2
 fi
+# Real inference requests for fuzz_v2_request (the mnist-12-int8 test input as furiosa-serve's
+# clients send it): a JSON body alone (odd first byte), and whole HTTP requests (even first
+# byte) with a JSON body, with the binary tensor data extension and chunked.
+/usr/bin/python3 - "$work/v2" "$models/onnx-zoo/mnist-12-int8/test_data_set_0/input_0.pb" <<'PY'
+import sys, os, json, onnx
+from onnx import numpy_helper
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+t = onnx.TensorProto(); t.ParseFromString(open(sys.argv[2], "rb").read())
+x = numpy_helper.to_array(t)
+def request(data, params=None):
+    i = {"name": "Input3", "datatype": "FP32", "shape": [1, 1, 28, 28]}
+    i.update({"parameters": params} if params else {"data": data})
+    u8 = {"name": "u8", "datatype": "UINT8", "shape": [2, 3], "data": [[0, 1, 2], [253, 254, 255]]}
+    return json.dumps({"id": "r1", "inputs": [i, u8], "parameters": {"timeout_us": 1000}}).encode()
+body = request(x.reshape(28, 28).tolist())
+open(f"{d}/json.body", "wb").write(body)
+def http(body, extra=b""):
+    return b"POST /v2/models/mnist/infer HTTP/1.1\r\nHost: x\r\n" + extra + \
+        b"Content-Length: %d\r\n\r\n" % len(body) + body
+open(f"{d}/json.http", "wb").write(http(body))
+head = request(None, {"binary_data_size": x.nbytes})
+open(f"{d}/binary.http", "wb").write(http(head + x.tobytes(), b"Inference-Header-Content-Length: %d\r\n" % len(head)))
+chunks = b"".join(b"%x\r\n" % len(body[i:i + 1000]) + body[i:i + 1000] + b"\r\n" for i in range(0, len(body), 1000))
+open(f"{d}/chunked.http", "wb").write(b"POST /v2/models/mnist/infer HTTP/1.1\r\nHost: x\r\n"
+                                     b"Transfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n")
+PY
+seed fuzz_v2_request "$work/v2/json.body" 001
+for s in "$work"/v2/*.http; do seed fuzz_v2_request "$s" 000; done
 for s in "$here"/seeds/trace_file/*.json; do seed fuzz_trace_file "$s" 001; done
 for s in "$here"/seeds/trace_file/*.csv; do seed fuzz_trace_file "$s" 000; done
 for s in "$here"/seeds/device_spec/*; do seed fuzz_device_spec "$s"; done
@@ -75,7 +103,8 @@ run_target() {  # run_target TARGET: replays the regressions, then fuzzes; non-z
   grep -E "stat::number_of_executed_runs|stat::peak_rss_mb|cov:" "$work/$target.log" | tail -n 3 | tr '\n' ' '
   echo
 }
-targets=(fuzz_onnx_model fuzz_tflite_model fuzz_tensor_file fuzz_program_file fuzz_trace_file fuzz_device_spec)
+targets=(fuzz_onnx_model fuzz_tflite_model fuzz_tensor_file fuzz_program_file fuzz_trace_file fuzz_device_spec
+         fuzz_v2_request)
 for target in "${targets[@]}"; do
   exe="$build/tests/fuzz/$target"
   [ -x "$exe" ] || { echo "run_fuzzers: $exe was not built (cmake --build $build --target fuzzers)" >&2; exit 1; }
