@@ -34,6 +34,10 @@ int main(int argc, char** argv) {
                  "Largest request line plus header fields (431 past it)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  app.add_option("--max-buffered-bytes", options.max_buffered_bytes,
+                 "Request body bytes held at once across all connections (503 past it)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--idle-timeout", options.idle_timeout_s,
                  "Seconds a keep-alive connection may wait for a request")
       ->capture_default_str()

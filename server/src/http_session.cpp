@@ -24,6 +24,7 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ std::chrono::steady_clock::duration seconds(double s) {
       std::chrono::duration<double>(s));
 }
 
+/// The error a request body over the server-wide budget ends its read with.
+beast::error_code over_budget() { return asio::error::no_buffer_space; }
+
 /// Bytes a lingering close reads and discards at most, and for how long without any.
 constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
 constexpr auto kLingerQuiet = std::chrono::seconds(5);
@@ -77,6 +81,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   ~Session() {
     if (receiving_) server_->http_metrics.receiving.Decrement();
+    release_body_bytes();
     if (counted_) server_->active_requests.fetch_sub(1);
     server_->http_metrics.connections.Decrement();
   }
@@ -95,9 +100,27 @@ class Session : public std::enable_shared_from_this<Session> {
     server_->active_requests.fetch_add(1);
   }
   void uncount_request() {
+    release_body_bytes();
     if (!counted_) return;
     counted_ = false;
     server_->active_requests.fetch_sub(1);
+  }
+  /// Takes `n` more bytes of the server-wide budget of request bytes held (max_buffered_bytes)
+  /// for this request's body, until it has been routed; false (nothing taken) when that would
+  /// pass the budget.
+  bool reserve_body_bytes(std::uint64_t n) {
+    const std::size_t cap = server_->options.max_buffered_bytes;
+    std::size_t held = server_->buffered_bytes.load();
+    do {
+      if (n > cap || held > cap - n) return false;
+    } while (!server_->buffered_bytes.compare_exchange_weak(held, held + n));
+    reserved_ += n;
+    return true;
+  }
+  void release_body_bytes() {
+    if (reserved_ == 0) return;
+    server_->buffered_bytes.fetch_sub(reserved_);
+    reserved_ = 0;
   }
   void set_receiving(bool on) {
     if (on == receiving_) return;
@@ -149,6 +172,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body_after_continue() {
+    // The body's bytes count against the budget across connections before they are read: all
+    // of a Content-Length at once (and the string is sized once, not grown by doubling), a
+    // chunked body chunk by chunk as each chunk's size arrives.
+    if (const auto length = parser_->content_length()) {
+      if (!reserve_body_bytes(*length)) return on_read_error(over_budget(), "body");
+      parser_->get().body().reserve(static_cast<std::size_t>(*length));
+    } else if (parser_->chunked()) {
+      chunk_cb_ = [this](std::uint64_t size, beast::string_view, beast::error_code& ec) {
+        if (!reserve_body_bytes(size)) ec = over_budget();
+      };
+      parser_->on_chunk_header(chunk_cb_);
+    }
     stream_.expires_after(seconds(server_->options.body_timeout_s));
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -170,6 +205,13 @@ class Session : public std::enable_shared_from_this<Session> {
       return refuse("body_too_large", http::status::payload_too_large,
                     fmt::format("request body larger than {} bytes (--max-body-bytes)",
                                 limits.max_body_bytes));
+    }
+    if (ec == over_budget()) {
+      return refuse(
+          "buffered_bytes", http::status::service_unavailable,
+          fmt::format("the server holds {} bytes of requests already (--max-buffered-bytes "
+                      "{}); retry later",
+                      server_->buffered_bytes.load(), limits.max_buffered_bytes));
     }
     if (ec == http::error::header_limit) {
       return refuse(
@@ -201,6 +243,10 @@ class Session : public std::enable_shared_from_this<Session> {
     } catch (const std::exception& e) {
       reply(http_status(status_of(e)), error_json(e.what()));
     }
+    // Routing has decoded the body into tensors (or refused it): its bytes leave the budget
+    // now, not when the response has been written (an inference may take a while).
+    std::string().swap(request_.body());
+    release_body_bytes();
   }
 
   /// Splits the target path into its segments ("/v2/models/m/infer" -> v2, models, m, infer).
@@ -402,6 +448,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool counted_ = false;    ///< counted in active_requests
   bool receiving_ = false;  ///< counted in http_metrics.receiving
   std::size_t lingered_ = 0;
+  std::uint64_t reserved_ = 0;  ///< bytes of this request in server_->buffered_bytes
+  /// The parser's chunk-header callback (it keeps a reference: must outlive the parse).
+  std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> chunk_cb_;
 };
 
 }  // namespace

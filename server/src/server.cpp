@@ -44,6 +44,7 @@ ModelService* InferenceServer::Impl::find(const std::string& name) {
 
 std::string InferenceServer::Impl::collect_metrics() {
   for (auto& [name, model] : models) model->update_device_metrics();
+  http_metrics.buffered.Set(static_cast<double>(buffered_bytes.load()));
   return prometheus::TextSerializer().Serialize(registry.Collect());
 }
 
@@ -57,6 +58,12 @@ HttpMetrics::HttpMetrics(prometheus::Registry& registry)
           prometheus::BuildGauge()
               .Name("furiosa_serve_http_requests_receiving")
               .Help("HTTP requests whose first bytes arrived and that are not yet read in full")
+              .Register(registry)
+              .Add({})),
+      buffered(
+          prometheus::BuildGauge()
+              .Name("furiosa_serve_http_buffered_bytes")
+              .Help("Bytes of HTTP request bodies held across connections (--max-buffered-bytes)")
               .Register(registry)
               .Add({})),
       refused(prometheus::BuildCounter()

@@ -31,8 +31,9 @@ struct HttpMetrics {
   explicit HttpMetrics(prometheus::Registry& registry);
   prometheus::Gauge& connections;  ///< open HTTP connections
   prometheus::Gauge& receiving;    ///< requests whose first bytes arrived, not yet read in full
-  /// Requests refused before routing, by reason: malformed (400), timeout (408),
-  /// body_too_large (413), header_too_large (431).
+  prometheus::Gauge& buffered;     ///< bytes of request bodies held (set when scraped)
+  /// Requests refused before routing, by reason: malformed (400), timeout (connection closed),
+  /// body_too_large (413), header_too_large (431), buffered_bytes (503).
   prometheus::Family<prometheus::Counter>& refused;
 };
 
@@ -43,6 +44,8 @@ struct InferenceServer::Impl {
   /// Requests whose first bytes were received and that are not yet answered (their response
   /// written, or the connection dropped by the client): what a graceful shutdown waits for.
   std::atomic<std::size_t> active_requests{0};
+  /// Bytes of request bodies held across all HTTP connections (options.max_buffered_bytes).
+  std::atomic<std::size_t> buffered_bytes{0};
   std::once_flag teardown_once;
 
   prometheus::Registry registry;

@@ -166,10 +166,37 @@ def test_timeout_us_at_int64_max_is_no_deadline(server):
     assert status == 200, answer
 
 
-def receiving(s):
-    m = re.search(r"(?m)^furiosa_serve_http_requests_receiving (\S+)$",
-                  requests.get(s.url + "/metrics", timeout=60).text)
+def gauge(s, name):
+    m = re.search(r"(?m)^%s (\S+)$" % name, requests.get(s.url + "/metrics", timeout=60).text)
     return int(float(m.group(1))) if m else 0
+
+
+def receiving(s):
+    return gauge(s, "furiosa_serve_http_requests_receiving")
+
+
+def test_bodies_held_across_connections_are_capped(tmp_path):
+    """--max-buffered-bytes 1.5 MiB: while one client holds a 1 MiB body half sent (the server's
+    gauge shows its bytes reserved), a second 1 MiB request is answered 503 before its body is
+    read; once the first completes (200), the second is accepted."""
+    with start(make_repo(tmp_path / "repo"), "--max-buffered-bytes", 3 << 19) as s:
+        body = infer_json([0.0] * 784)
+        body += b" " * (MAX_BODY - len(body))  # JSON allows trailing whitespace
+        raw = post_infer(body)
+        with socket.create_connection(("127.0.0.1", s.port), timeout=60) as a:
+            a.sendall(raw[:len(raw) - len(body) // 2])
+            deadline = time.monotonic() + 120  # a bound against hanging
+            while gauge(s, "furiosa_serve_http_buffered_bytes") < MAX_BODY:
+                assert time.monotonic() < deadline, "the first body was never counted"
+                time.sleep(0.01)
+            status, _, answer = exchange(s, raw)
+            assert status == 503 and "--max-buffered-bytes" in json.loads(answer)["error"], answer
+            a.sendall(raw[len(raw) - len(body) // 2:])
+            status, _, answer = read_response(a)
+            assert status == 200, answer
+        assert exchange(s, raw)[0] == 200
+        assert gauge(s, "furiosa_serve_http_buffered_bytes") == 0
+        assert s.stop() == 0, s.output()
 
 
 def test_sigterm_answers_requests_still_being_received(tmp_path):

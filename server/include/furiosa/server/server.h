@@ -31,6 +31,10 @@ struct ServerOptions {
   /// request line plus header fields larger than max_header_bytes are answered 431.
   std::size_t max_body_bytes = 256u << 20;
   std::size_t max_header_bytes = 16u << 10;
+  /// Bytes of request bodies held at once across all HTTP connections: a body that would pass
+  /// it is answered 503 before it is read (counted when its Content-Length, or each chunk's
+  /// size, arrives; released once the request has been decoded).
+  std::size_t max_buffered_bytes = std::size_t{1} << 30;
   /// Timeouts of an HTTP connection (seconds): waiting for the next request of a keep-alive
   /// connection (then closed), from a request's first byte to the end of its header section,
   /// and for the rest of the request (body) or the writing of a response. A request that times
