@@ -151,10 +151,34 @@ TEST_CASE("remove_lower: the quantized input is given lowered, no host Lower, sa
   }
 }
 
-TEST_CASE("permute_input: NHWC images for an NCHW model, transposed in the host Lower step", "[runtime][knobs]") {
+// permute_input follows FuriosaAI's performance guide: the sequence permutes the model input's
+// axes like torch.permute, so the caller's tensor is x.permute(perm) of the model's input x.
+TEST_CASE("permute_input [0, 3, 1, 2] on an NHWC model takes NCHW images (the guide's case)",
+          "[runtime][knobs]") {
+  // MNISTnet_uint8_quant.tflite: a TFLite model, input [1, 28, 28, 1] NHWC.
+  const auto dir = test::shared_model("furiosa-sdk/MNISTnet_uint8_quant");
+  auto base = runtime::create_runner(dir / "MNISTnet_uint8_quant.tflite", on_pe(0));
+  REQUIRE(base->model().inputs.at(0).shape == Shape{1, 28, 28, 1});
+  runtime::RunnerOptions o = on_pe(1);
+  o.compiler_config.permute_input[base->model().inputs.at(0).name] = {0, 3, 1, 2};
+  auto knob = runtime::create_runner(dir / "MNISTnet_uint8_quant.tflite", o);
+  CHECK(knob->model().inputs.at(0).shape == Shape{1, 1, 28, 28});
+  CHECK(knob->model().inputs.at(0).dtype == base->model().inputs.at(0).dtype);
+  for (int set = 0; set < 3; ++set) {
+    const Tensor x =
+        compiler::load_tensor_pb(dir / fmt::format("test_data_set_{}/input_0.pb", set));
+    REQUIRE(x.shape() == Shape{1, 28, 28, 1});
+    // The NCHW image the guide's program feeds: x.permute(0, 3, 1, 2).
+    CHECK(bit_equal(knob->run({transposed(x, {0, 3, 1, 2})}).at(0), base->run({x}).at(0)));
+  }
+}
+
+TEST_CASE(
+    "permute_input [0, 2, 3, 1]: NHWC images for an NCHW model, transposed in the host Lower step",
+    "[runtime][knobs]") {
   SECTION("mnist-12-int8 (one channel, width 28: host Lower)") {
     compiler::CompilerOptions copts;
-    copts.permute_input["Input3"] = {0, 3, 1, 2};
+    copts.permute_input["Input3"] = {0, 2, 3, 1};
     auto base = mnist_runner({});
     auto knob = mnist_runner(copts);
     CHECK(knob->model().inputs[0].shape == Shape{1, 28, 28, 1});
@@ -169,7 +193,7 @@ TEST_CASE("permute_input: NHWC images for an NCHW model, transposed in the host 
     const auto dir = test::shared_model("onnx-zoo/mobilenetv2-12-int8");
     auto base = runtime::create_runner(dir / "mobilenetv2-12-int8.onnx", on_pe(0));
     runtime::RunnerOptions o = on_pe(1);
-    o.compiler_config.permute_input["input"] = {0, 3, 1, 2};
+    o.compiler_config.permute_input["input"] = {0, 2, 3, 1};
     auto knob = runtime::create_runner(dir / "mobilenetv2-12-int8.onnx", o);
     CHECK(knob->model().inputs[0].shape == Shape{1, 224, 224, 3});
     CHECK(count_steps(*knob, compiler::CpuOpKind::External) == 0);

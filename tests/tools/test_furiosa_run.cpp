@@ -77,11 +77,12 @@ TEST_CASE("furiosa-run takes the compiler's knobs: a uint8 NHWC input, uint8 pix
   Tensor q(DType::UInt8, {1, 28, 28, 1});
   for (std::size_t i = 0; i < 784; ++i) q.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(x.as<float>()[i]);
   runtime::write_npy(tmp / "x.npy", q);
-  const auto r = furiosa_run(fmt::format("'{}' --input 'Input3={}' --without-quantize Input3 --permute-input "
-                                         "Input3=0,3,1,2 --normalized-pixel-outputs Plus214_Output_0 "
-                                         "--target-npu warboy --verbose",
-                                         (dir / "mnist-12-int8.onnx").string(), (tmp / "x.npy").string()),
-                             tmp);
+  const auto r =
+      furiosa_run(fmt::format("'{}' --input 'Input3={}' --without-quantize Input3 --permute-input "
+                              "Input3=0,2,3,1 --normalized-pixel-outputs Plus214_Output_0 "
+                              "--target-npu warboy --verbose",
+                              (dir / "mnist-12-int8.onnx").string(), (tmp / "x.npy").string()),
+                  tmp);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("Input3: uint8 [1, 28, 28, 1] NHWC"));

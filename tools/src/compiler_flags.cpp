@@ -17,8 +17,9 @@ void add_compiler_flags(CLI::App& app, CompilerFlags& flags) {
                  "OUTPUT is returned as uint8 pixels (value x 255) instead of floats in [0, 1]: no host "
                  "Dequantize; repeatable");
   app.add_option("--permute-input", flags.permute_input,
-                 "INPUT=P0,P1,...: INPUT is given transposed; the model input is Transpose(given, perm), e.g. "
-                 "images=0,3,1,2 for NHWC images; repeatable");
+                 "INPUT=P0,P1,...: INPUT is given with its axes permuted like torch.permute (the "
+                 "performance guide's rule): images=0,2,3,1 feeds NHWC images to an NCHW model, "
+                 "images=0,3,1,2 NCHW images to an NHWC model; repeatable");
   app.add_flag("--remove-lower", flags.remove_lower,
                "NPU-program inputs are given in the NPU's lowered layout (rows padded to 32): no host Lower");
   app.add_flag("--remove-unlower", flags.remove_unlower,
@@ -36,8 +37,10 @@ void apply_compiler_flags(const CompilerFlags& flags, program::CompilerOptions& 
   for (const std::string& spec : flags.permute_input) {
     const auto eq = spec.find('=');
     auto bad = [&](std::string_view why) {
-      return Error(ErrorCode::InvalidArgument,
-                   fmt::format("--permute-input '{}': {} (expected INPUT=P0,P1,..., e.g. images=0,3,1,2)", spec, why));
+      return Error(
+          ErrorCode::InvalidArgument,
+          fmt::format("--permute-input '{}': {} (expected INPUT=P0,P1,..., e.g. images=0,2,3,1)",
+                      spec, why));
     };
     if (eq == std::string::npos || eq == 0) throw bad("no INPUT= before the permutation");
     std::vector<std::int64_t> perm;

@@ -1,7 +1,11 @@
-// permute_input (CompilerOptions::permute_input): the caller's tensor U (the input's name, the
-// permuted shape) feeds Transpose(U, perm) = the model's input. Where the input is only read by
+// permute_input (CompilerOptions::permute_input), with the semantics of FuriosaAI's performance
+// guide: the sequence permutes the model input's axes "like torch.permute", so the caller gives
+// U = X.permute(perm), U.shape[j] = X.shape[perm[j]] (an N x H x W x C model with [0, 3, 1, 2]
+// takes N x C x H x W; an NCHW model with [0, 2, 3, 1] takes N x H x W x C). The graph gets U
+// under the input's name and Transpose(U, inverse(perm)) = X. Where the input is only read by
 // per-tensor QuantizeLinear nodes the transpose moves after them (quantization is element-wise, so
-// the two commute exactly): with perm {0, 3, 1, 2} it then becomes part of the host Lower step.
+// the two commute exactly): an NHWC -> NCHW transpose (Transpose perm {0, 3, 1, 2}, from
+// permute_input [0, 2, 3, 1]) then becomes part of the host Lower step.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -33,13 +37,19 @@ void run(PassContext& ctx) {
                               fmt::join(perm, ", "), xs.size(), name, shape_to_string(xs)),
                   ErrorSubject::of_tensor(name));
     }
-    const bool nhwc = perm == std::vector<std::int64_t>{0, 3, 1, 2};
-    // U: the given tensor, under the input's name; U.shape[perm[j]] = X.shape[j].
+    // The Transpose from U back to X: inverse[perm[j]] = j.
+    std::vector<std::int64_t> inverse(perm.size());
+    for (std::size_t j = 0; j < perm.size(); ++j)
+      inverse[static_cast<std::size_t>(perm[j])] = static_cast<std::int64_t>(j);
+    // U is NHWC when it feeds an NCHW input through the NHWC -> NCHW transpose.
+    const bool nhwc = inverse == std::vector<std::int64_t>{0, 3, 1, 2};
+    // U: the given tensor, under the input's name; U.shape[j] = X.shape[perm[j]].
     Value u = ctx.value(x);
     for (std::size_t j = 0; j < perm.size(); ++j) {
-      u.shape[static_cast<std::size_t>(perm[j])] = xs[j];
-      if (j < ctx.value(x).dim_params.size())
-        u.dim_params[static_cast<std::size_t>(perm[j])] = ctx.value(x).dim_params[j];
+      const auto from = static_cast<std::size_t>(perm[j]);
+      u.shape[j] = xs[from];
+      if (from < ctx.value(x).dim_params.size() && j < u.dim_params.size())
+        u.dim_params[j] = ctx.value(x).dim_params[from];
     }
     u.format = nhwc ? "NHWC" : "";
     ctx.value(x).name = name + "/permuted";
@@ -49,7 +59,7 @@ void run(PassContext& ctx) {
       Node t;
       t.name = label;
       t.op_type = "Transpose";
-      t.attributes["perm"] = perm;
+      t.attributes["perm"] = inverse;
       t.inputs = {in};
       t.outputs = {out};
       g.nodes.push_back(std::move(t));
@@ -78,9 +88,11 @@ void run(PassContext& ctx) {
     } else {
       transpose(uid, x, fmt::format("permute_input/{}", name));
     }
-    ctx.report.notes.push_back(fmt::format("permute_input: input '{}' is given as {}{} and transposed by [{}]{}",
-                                           name, shape_to_string(ctx.value(uid).shape), nhwc ? " (NHWC)" : "",
-                                           fmt::join(perm, ", "), after_quantize ? " after the host Quantize" : ""));
+    ctx.report.notes.push_back(fmt::format(
+        "permute_input: input '{}' is given as {}{} (its axes permuted by [{}]) and transposed "
+        "back by [{}]{}",
+        name, shape_to_string(ctx.value(uid).shape), nhwc ? " (NHWC)" : "", fmt::join(perm, ", "),
+        fmt::join(inverse, ", "), after_quantize ? " after the host Quantize" : ""));
   }
   if (!ctx.options.permute_input.empty()) ctx.compact(std::vector<bool>(g.nodes.size(), false));
 }
