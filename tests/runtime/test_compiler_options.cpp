@@ -163,6 +163,7 @@ TEST_CASE("permute_input [0, 3, 1, 2] on an NHWC model takes NCHW images (the gu
   o.compiler_config.permute_input[base->model().inputs.at(0).name] = {0, 3, 1, 2};
   auto knob = runtime::create_runner(dir / "MNISTnet_uint8_quant.tflite", o);
   CHECK(knob->model().inputs.at(0).shape == Shape{1, 1, 28, 28});
+  CHECK(knob->model().inputs.at(0).format == "NCHW");
   CHECK(knob->model().inputs.at(0).dtype == base->model().inputs.at(0).dtype);
   for (int set = 0; set < 3; ++set) {
     const Tensor x =

@@ -51,7 +51,9 @@ void run(PassContext& ctx) {
       if (from < ctx.value(x).dim_params.size() && j < u.dim_params.size())
         u.dim_params[j] = ctx.value(x).dim_params[from];
     }
-    u.format = nhwc ? "NHWC" : "";
+    // The permuted formats of the guide's two cases; any other permutation has no named format.
+    const bool nchw = perm == std::vector<std::int64_t>{0, 3, 1, 2} && ctx.value(x).format == "NHWC";
+    u.format = nhwc ? "NHWC" : nchw ? "NCHW" : "";
     ctx.value(x).name = name + "/permuted";
     const int uid = ctx.add_value(std::move(u));
     std::replace(g.inputs.begin(), g.inputs.end(), x, uid);
