@@ -262,6 +262,23 @@ TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled
     CHECK(m.p50_us == Approx(5055 + tools::kQueryOverheadUs));
     CHECK(m.bottleneck.device_bound_samples_per_s == Approx(2 * 8 / 5055e-6));
   }
+  SECTION("async: four workers on one PE, each query's latency holding 100 queued queries") {
+    // An offline run: the mean latency (100 x 5055 us) counts the wait behind the queue, not the
+    // time a worker carries a query. The worker bound must not fall below the device's rate
+    // (before issue 34 it was 4 x 8 / 505.5 ms = 63 samples/s, "worker-bound", against the
+    // 1,583 samples/s such a run measures).
+    const auto spans = constructed_run(10, 1, 50, 5000, 5, {{"Quantize", 40}});
+    const auto m =
+        tools::model_figures(spans, 1, 4, 8, 100 * 5055.0, 2, tools::kQueryOverheadUs, true);
+    REQUIRE(m.available);
+    CHECK(m.bottleneck.kind == "device-bound");
+    CHECK(m.bottleneck.worker_bound_samples_per_s ==
+          Approx(4 * 8 / ((5055 + 40 + tools::kQueryOverheadUs) * 1e-6)));
+    CHECK(m.bottleneck.worker_bound_samples_per_s > m.bottleneck.device_bound_samples_per_s);
+    // The same figures from a sync run, whose latency is the query's own: worker-bound.
+    const auto sync = tools::model_figures(spans, 1, 4, 8, 100 * 5055.0, 2);
+    CHECK(sync.bottleneck.kind == "worker-bound");
+  }
   double sum = 0;
   for (const auto& [k, v] : tools::model_figures(constructed_run(3, 1, 1, 2, 3, {{"Lower", 4}}), 1, 1, 1, 20, 2)
                                 .bottleneck.shares) {

@@ -139,10 +139,14 @@ std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t see
 /// traced query with NPU executions, the closed-loop latency and device-bound throughput for
 /// `devices`, `workers` and `batch`, host operator time per query (mean over the traced
 /// queries), and the bottleneck, whose shares use `measured_mean_us` (mean query latency, 0:
-/// unknown) and whose host bound assumes `host_cores` cores. Pure function; thread-safe.
-ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, int devices, int workers,
-                              std::int64_t batch, double measured_mean_us, unsigned host_cores,
-                              double query_overhead_us = kQueryOverheadUs);
+/// unknown) and whose host bound assumes `host_cores` cores. With `latency_includes_queueing`
+/// (an async run: each query's latency counts its wait behind every query submitted before it)
+/// the mean latency says nothing about how long a worker carries one query, so the worker bound
+/// uses device + host time + `query_overhead_us` instead. Pure function; thread-safe.
+ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, int devices,
+                              int workers, std::int64_t batch, double measured_mean_us,
+                              unsigned host_cores, double query_overhead_us = kQueryOverheadUs,
+                              bool latency_includes_queueing = false);
 
 /// Modelled closed-loop latencies (ns) of `completions` queries: `in_flight` queries circulate;
 /// each spends `overhead_ns` off the devices (host time, overlapping other queries), then
