@@ -7,6 +7,8 @@
 // lost device (DeviceNotFound) takes no more executions.
 #include "device_pool.h"
 
+#include "shared_devices.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -17,23 +19,37 @@ namespace furiosa::runtime::detail {
 
 DevicePool::DevicePool(device::Driver& driver, const std::vector<device::DeviceFile>& files,
                        const program::CompiledModel& model, std::chrono::nanoseconds device_timeout,
-                       std::shared_ptr<profiler::Profiler> default_profiler, Signalled on_signalled)
+                       std::shared_ptr<profiler::Profiler> default_profiler, Signalled on_signalled,
+                       bool share)
     : default_profiler_(std::move(default_profiler)), on_signalled_(std::move(on_signalled)) {
   for (const auto& file : files) {
-    auto slot = std::make_unique<DeviceSlot>();
-    slot->device = driver.open(file);  // DeviceBusy / DeviceNotFound name the file
-    for (const auto& call : model.npu_calls) slot->programs.push_back(slot->device->load(call.program));
+    std::shared_ptr<DeviceSlot> slot;
+    if (share) {
+      slot = acquire_shared_slot(driver, file);
+    } else {
+      slot = std::make_shared<DeviceSlot>();
+      slot->device = driver.open(file);  // DeviceBusy / DeviceNotFound name the file
+      slot->health.device_file = slot->device->file().name();
+    }
+    std::vector<std::shared_ptr<device::LoadedProgram>> loaded;
+    for (const auto& call : model.npu_calls) loaded.push_back(slot->device->load(call.program));
     devices_.push_back(std::move(slot));
+    programs_.push_back(std::move(loaded));
   }
-  // Watchdog limits: the option, else 1000 x the longest program's modelled time with a floor.
+  // Watchdog limits: the option, else 1000 x the longest program's modelled time with a floor; a
+  // shared device keeps the largest limit of its pools.
   std::int64_t min_timeout = 0;
-  for (auto& slot : devices_) {
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
     std::int64_t modelled = 0;
-    for (const auto& p : slot->programs) modelled = std::max(modelled, p->modelled_ns());
+    for (const auto& p : programs_[i]) modelled = std::max(modelled, p->modelled_ns());
     const std::int64_t floor_ns = std::chrono::nanoseconds(kDefaultDeviceTimeoutFloor).count();
-    slot->timeout_ns = device_timeout.count() > 0 ? device_timeout.count() : std::max(floor_ns, modelled * 1000);
-    slot->health.device_file = slot->device->file().name();
-    min_timeout = min_timeout == 0 ? slot->timeout_ns : std::min(min_timeout, slot->timeout_ns);
+    const std::int64_t limit =
+        device_timeout.count() > 0 ? device_timeout.count() : std::max(floor_ns, modelled * 1000);
+    {
+      std::lock_guard lock(devices_[i]->mu);
+      devices_[i]->timeout_ns = std::max(devices_[i]->timeout_ns, limit);
+    }
+    min_timeout = min_timeout == 0 ? limit : std::min(min_timeout, limit);
   }
   watch_interval_ = std::chrono::nanoseconds(std::clamp<std::int64_t>(min_timeout / 8, 1'000'000, 250'000'000));
   watchdog_ = std::thread([this] { watchdog_loop(); });
@@ -71,10 +87,12 @@ std::vector<DeviceHealth> DevicePool::health() const {
   return out;
 }
 
-DeviceSlot& DevicePool::pick() {
+std::size_t DevicePool::pick() {
   DeviceSlot* best = nullptr;
+  std::size_t best_index = 0;
   bool best_resetting = false;
-  for (const auto& d : devices_) {
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    const auto& d = devices_[i];
     if (d->lost.load()) continue;
     bool resetting;
     {
@@ -85,6 +103,7 @@ DeviceSlot& DevicePool::pick() {
         (resetting == best_resetting &&
          d->in_flight.load(std::memory_order_relaxed) < best->in_flight.load(std::memory_order_relaxed))) {
       best = d.get();
+      best_index = i;
       best_resetting = resetting;
     }
   }
@@ -95,13 +114,14 @@ DeviceSlot& DevicePool::pick() {
                             names()),
                 ErrorSubject::of_device(names()));
   }
-  return *best;
+  return best_index;
 }
 
 void DevicePool::submit(const std::shared_ptr<PooledExecution>& execution, std::size_t program,
                         std::vector<std::span<const std::byte>> in, std::vector<std::span<std::byte>> out,
                         const std::function<void()>& accepted) {
-  DeviceSlot& dev = pick();
+  const std::size_t index = pick();
+  DeviceSlot& dev = *devices_[index];
   dev.in_flight.fetch_add(1);
   std::shared_ptr<device::Fence> fence;
   try {
@@ -115,10 +135,11 @@ void DevicePool::submit(const std::shared_ptr<PooledExecution>& execution, std::
                               dev.health.device_file),
                   ErrorSubject::of_device(dev.health.device_file));
     }
-    fence = dev.device->submit(*dev.programs[program], std::move(in), std::move(out));
+    fence = dev.device->submit(*programs_[index][program], std::move(in), std::move(out));
     if (dev.running.empty()) dev.last_progress_ns = profiler::now_ns();
     dev.running.push_back(execution);
     execution->device = &dev;
+    execution->pool = this;
     execution->fence = fence;
     // Nothing can hand the execution on yet: the watchdog takes it only under this lock, the
     // fence's callback is registered below.
@@ -271,8 +292,9 @@ void DevicePool::check_device(DeviceSlot& dev) {
     }
   }
   dev.cv.notify_all();
-  // A device that could not be reset will not signal its fences: its executions are over now.
-  for (auto& r : stranded) on_signalled_(r);
+  // A device that could not be reset will not signal its fences: its executions are over now,
+  // each handed on by the pool that submitted it.
+  for (auto& r : stranded) r->pool->on_signalled_(r);
 }
 
 void DevicePool::record_device_event(profiler::Profiler* prof, const DeviceSlot& dev, std::string name,

@@ -29,6 +29,7 @@
 namespace furiosa::runtime::detail {
 
 struct DeviceSlot;
+class DevicePool;
 
 /// The part of a request the pool reads and writes while one of its NPU calls is in flight (a
 /// base of the pipeline's request). Between DevicePool::submit() and DevicePool::complete() the
@@ -41,6 +42,9 @@ struct PooledExecution {
   /// recorded; null: the pool's default profiler. Set by the request, read by the watchdog.
   profiler::Profiler* events_profiler = nullptr;
   DeviceSlot* device = nullptr;           ///< the device running it
+  /// The pool that submitted it, whose Signalled callback hands it on (on a shared device,
+  /// another pool's watchdog may be the one to end it).
+  DevicePool* pool = nullptr;
   std::shared_ptr<device::Fence> fence;   ///< its fence
   /// Set by the watchdog instead of the fence's result: DeviceTimeout for a hung execution,
   /// DeviceNotFound when its device could not be reset.
@@ -49,17 +53,18 @@ struct PooledExecution {
   int reset_retries = 0;      ///< times it was submitted again after a reset aborted it
 };
 
-/// One opened device with the model's programs loaded on it, and what the pool knows of it.
+/// One opened device and what the runtime knows of it: held by one pool, or by every pool of
+/// the process that shares it (SessionOptions::share_devices; shared_devices.h), whose
+/// watchdogs then all watch it, under `mu`.
 struct DeviceSlot {
   std::unique_ptr<device::Device> device;
-  std::vector<std::shared_ptr<device::LoadedProgram>> programs;  ///< per NpuCall
   std::atomic<int> in_flight{0};  ///< submitted, not yet completed (the load balancing's measure)
-  std::int64_t timeout_ns = 0;    ///< watchdog limit of one execution
   std::atomic<bool> lost{false};
   /// Guards the fields below; held while submitting, so `running` is in device order.
   mutable std::mutex mu;
   std::condition_variable cv;  ///< signalled when a reset ends
   std::deque<std::shared_ptr<PooledExecution>> running;  ///< submitted, fence not yet seen, oldest first
+  std::int64_t timeout_ns = 0;  ///< watchdog limit of one execution (the largest of its pools')
   std::int64_t last_progress_ns = 0;  ///< last fence signal, or submit to an idle device
   bool resetting = false;
   DeviceHealth health;  ///< counters (device_file, counters filled on read)
@@ -74,14 +79,17 @@ class DevicePool {
   /// short and must not block: hand the execution to an executor, which then calls complete().
   using Signalled = std::function<void(std::shared_ptr<PooledExecution>)>;
 
-  /// Opens every device of `files` from `driver` (DeviceBusy / DeviceNotFound name the file),
-  /// loads every NPU program of `model` on each, and starts the watchdog. The watchdog limit of
+  /// Opens every device of `files` from `driver` (DeviceBusy / DeviceNotFound name the file) --
+  /// or, with `share`, takes it from the process's shared devices when another sharing pool has
+  /// it open (shared_devices.h) -- loads every NPU program of `model` on each, and starts the
+  /// watchdog. The watchdog limit of
   /// an execution is `device_timeout` when positive, else max(kDefaultDeviceTimeoutFloor, 1000 x
   /// the device's longest modelled program time). Device events of executions without a
   /// profiler of their own go to `default_profiler` (may be null).
   DevicePool(device::Driver& driver, const std::vector<device::DeviceFile>& files,
              const program::CompiledModel& model, std::chrono::nanoseconds device_timeout,
-             std::shared_ptr<profiler::Profiler> default_profiler, Signalled on_signalled);
+             std::shared_ptr<profiler::Profiler> default_profiler, Signalled on_signalled,
+             bool share = false);
   ~DevicePool();
   DevicePool(const DevicePool&) = delete;
   DevicePool& operator=(const DevicePool&) = delete;
@@ -125,14 +133,18 @@ class DevicePool {
   static constexpr int kMaxResetRetries = 3;
 
  private:
-  DeviceSlot& pick();
+  /// The index in devices_ of the device to submit to next.
+  std::size_t pick();
   void watchdog_loop();
   /// Recovers `dev` when its oldest running execution made no progress within the limit.
   void check_device(DeviceSlot& dev);
   /// Records a device event (zero-length NPU span on the PE's track) into `prof` when recording.
   void record_device_event(profiler::Profiler* prof, const DeviceSlot& dev, std::string name, std::string detail);
 
-  std::vector<std::unique_ptr<DeviceSlot>> devices_;
+  std::vector<std::shared_ptr<DeviceSlot>> devices_;
+  /// Per device (same order), this pool's programs loaded on it, per NpuCall. Declared after
+  /// devices_: unloaded before a device this pool alone holds closes.
+  std::vector<std::vector<std::shared_ptr<device::LoadedProgram>>> programs_;
   std::shared_ptr<profiler::Profiler> default_profiler_;
   Signalled on_signalled_;
   /// The watchdog: one thread, polling every watch_interval_ (a fraction of the smallest limit)

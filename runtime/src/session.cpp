@@ -16,6 +16,7 @@
 #include "furiosa/device/backends.h"
 #include "furiosa/device/device_spec.h"
 #include "furiosa/profiler/device_execution.h"
+#include "shared_devices.h"
 
 namespace furiosa::runtime::detail {
 
@@ -91,7 +92,9 @@ Session::Session(ModelSource source, const SessionConfig& config) {
     spec_choice.text = fmt::format("warboy({})*1", source.program()->options.pe_count);
   }
   const auto spec = device::parse_device_spec(spec_choice.text);
-  const std::vector<device::CardInfo> cards = driver.enumerate();
+  std::vector<device::CardInfo> cards = driver.enumerate();
+  // A sharing session may choose a device another sharing session of this process holds.
+  if (config.share_devices) mark_shared_devices_free(driver, cards);
   if (cards.empty()) {  // one line saying which backend found nothing, and what runs without a card
     throw Error(ErrorCode::DeviceNotFound,
                 fmt::format("{}: no NPU card found (backend {}); the simulator runs without one: "
@@ -115,7 +118,10 @@ Session::Session(ModelSource source, const SessionConfig& config) {
   model_ = model_of(compiled_);
   devices_ = std::make_unique<DevicePool>(
       driver, files, compiled_, std::chrono::nanoseconds(config.device_timeout), profiler_,
-      [this](std::shared_ptr<PooledExecution> execution) { pipeline_->on_signalled(std::move(execution)); });
+      [this](std::shared_ptr<PooledExecution> execution) {
+        pipeline_->on_signalled(std::move(execution));
+      },
+      config.share_devices);
   // One set of host buffers per worker, with every intermediate slot allocated now.
   buffers_ = std::make_unique<HostBufferPool>(compiled_, static_cast<std::size_t>(config.worker_num));
   pipeline_ = std::make_unique<RequestPipeline>(compiled_, *devices_, files.size(), *buffers_, config.worker_num,

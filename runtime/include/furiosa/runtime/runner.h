@@ -80,6 +80,16 @@ struct SessionOptions {
   /// reset (docs/devices.md "Recovery"). Zero (the default) means
   /// max(kDefaultDeviceTimeoutFloor, 1000 x the program's modelled device time).
   std::chrono::milliseconds device_timeout{0};
+  /// Share the devices with the other sessions of this process that set it too (Triton's many
+  /// models on one GPU; furiosa-serve sets it for every model): a device file already opened by
+  /// such a session is not DeviceBusy but used as it is, its programs loaded beside the others'.
+  /// Executions of all of them go through the device's one FIFO queue, so a device is shared in
+  /// submission order; its watchdog and recovery cover all of them (a reset aborts every
+  /// execution behind a hung one, and each is submitted again by its own session), and
+  /// DeviceHealth counts every execution on the device. Only the same device file is shared:
+  /// "npu0pe0" while another session holds "npu0pe0-1" is DeviceBusy, as is any device held by
+  /// another process. The device closes when its last session does.
+  bool share_devices = false;
 };
 
 /// Floor of the default watchdog limit: the simulator computes on a shared host, far slower
