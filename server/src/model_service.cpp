@@ -74,6 +74,9 @@ ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(s
   const auto& config = entry_.config;
   runtime::RunnerOptions q;
   q.device = config.device;
+  // Models of one server share devices (Triton's many models per GPU): several models naming
+  // the same device file, or none (the default spec), run side by side on it.
+  q.share_devices = true;
   q.worker_num = config.worker_num;
   q.batch_size = config.batch_size;
   try {
@@ -282,8 +285,9 @@ void ModelService::update_device_metrics() {
   auto& host = metrics_.host_operators.Add({{"model", entry_.name}});
   if (host_ns > host_operator_seen_ns_) host.Increment(static_cast<double>(host_ns - host_operator_seen_ns_) * 1e-9);
   host_operator_seen_ns_ = std::max(host_operator_seen_ns_, host_ns);
+  std::lock_guard devices_lock(metrics_.device_mutex);
   for (const auto& d : health) {
-    auto& [executions, busy_ns] = device_seen_[d.device_file];
+    auto& [executions, busy_ns] = metrics_.device_seen[d.device_file];
     auto& e = metrics_.npu_executions.Add({{"device", d.device_file}});
     auto& b = metrics_.npu_busy.Add({{"device", d.device_file}});
     if (d.completed > executions) e.Increment(static_cast<double>(d.completed - executions));

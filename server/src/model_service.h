@@ -39,6 +39,11 @@ struct ServiceMetrics {
   prometheus::Family<prometheus::Counter>& npu_executions;  ///< {device} completed executions
   prometheus::Family<prometheus::Counter>& npu_busy;        ///< {device} seconds of device time
   prometheus::Family<prometheus::Counter>& host_operators;  ///< {model} seconds in host operators
+
+  /// Executions and busy ns already counted into npu_executions / npu_busy, by device: one
+  /// table for all models, since models share devices and each reports the device's totals.
+  std::mutex device_mutex;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> device_seen;
 };
 
 /// One served model. Thread-safe: infer() from any thread; completions run on a runtime worker
@@ -111,9 +116,7 @@ class ModelService {
   prometheus::Histogram* queue_time_ = nullptr;
   prometheus::Histogram* batch_size_ = nullptr;
   prometheus::Gauge* inflight_gauge_ = nullptr;
-  std::mutex device_mutex_;
-  /// Executions and busy ns already counted, by device.
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> device_seen_;
+  std::mutex device_mutex_;                  ///< guards host_operator_seen_ns_
   std::uint64_t host_operator_seen_ns_ = 0;  ///< host operator ns already counted
 };
 

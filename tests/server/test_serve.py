@@ -180,6 +180,40 @@ def test_bad_requests_name_the_problem(server, references):
     assert binary_infer(server.url, "mnist", "Input3", x).status_code == 200
 
 
+def test_models_without_config_share_the_default_device(references, tmp_path):
+    """Three models and no config.json: each takes the default device spec (one fused PE), and
+    all three are served from it side by side (before, the second failed with DeviceBusy). Two of
+    them answer equal to furiosa-run's outputs; the device's execution counter counts every
+    model's executions once."""
+    repo = tmp_path / "repo"
+    for name, relative in (("mnist", MNIST), ("mobilenet", MOBILENET), ("digits", DIGITS)):
+        src = model_file(relative)
+        (repo / name / "1").mkdir(parents=True)
+        (repo / name / "1" / f"model{src.suffix}").symlink_to(src)
+    with Server(repo) as s:
+        out = s.output()
+        assert len(re.findall(r"(?m)^model \w+ version 1: .*device default", out)) == 3, out
+        for model, relative, name in (("mnist", MNIST, "Input3"), ("mobilenet", MOBILENET, "input")):
+            x, expected = references[relative]
+            r = binary_infer(s.url, model, name, x)
+            assert r.status_code == 200, r.text
+            k = int(r.headers["Inference-Header-Content-Length"])
+            ref = next(iter(expected.values()))
+            assert np.array_equal(np.frombuffer(r.content[k:], dtype=np.float32).reshape(ref.shape), ref)
+        meta = requests.get(s.url + "/v2/models/digits").json()
+        digits_input = meta["inputs"][0]
+        x = np.zeros(digits_input["shape"], dtype=np.uint8)
+        body = {"inputs": [{"name": digits_input["name"], "datatype": digits_input["datatype"],
+                            "shape": digits_input["shape"], "data": x.flatten().tolist()}]}
+        r = requests.post(s.url + "/v2/models/digits/infer", json=body)
+        assert r.status_code == 200, r.text
+        families = {f.name: f for f in text_string_to_metric_families(requests.get(s.url + "/metrics").text)}
+        executions = {sample.labels["device"]: sample.value for sample in families["furiosa_npu_executions"].samples
+                      if sample.name.endswith("_total")}
+        assert executions == {"npu0pe0-1": 3.0}, executions
+        assert s.stop() == 0, s.output()
+
+
 def test_metrics_are_prometheus_text(server, references):
     x, _ = references[MNIST]
     for _ in range(3):
