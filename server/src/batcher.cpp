@@ -46,9 +46,13 @@ std::string_view reason_label(ServeStatus status) noexcept {
   return "internal";
 }
 
-Batcher::Batcher(std::size_t max_batch_size, std::chrono::microseconds max_delay, Flush flush)
-    : max_batch_(max_batch_size), max_delay_(max_delay < std::chrono::microseconds(0) ? std::chrono::microseconds(0) : max_delay),
-      flush_(std::move(flush)) {
+Batcher::Batcher(std::size_t max_batch_size, std::chrono::microseconds max_delay, Flush flush,
+                 SlotFree slot_free)
+    : max_batch_(max_batch_size),
+      max_delay_(max_delay < std::chrono::microseconds(0) ? std::chrono::microseconds(0)
+                                                          : max_delay),
+      flush_(std::move(flush)),
+      slot_free_(std::move(slot_free)) {
   if (max_batch_ == 0) throw Error(ErrorCode::InvalidArgument, "max_batch_size must be >= 1");
   thread_ = std::thread([this] { run(); });
 }
@@ -79,12 +83,21 @@ std::size_t Batcher::pending() const {
   return queue_.size();
 }
 
+void Batcher::slot_freed() {
+  // Under the lock: the waiting thread either saw the slot free before it slept, or is woken.
+  std::lock_guard lock(mutex_);
+  cv_.notify_one();
+}
+
 void Batcher::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
     if (queue_.empty()) return;  // closed and drained
-    // Wait for a full group or the first request's delay (not after close: hand on at once).
+    // Hold the group while every device slot is busy: it grows meanwhile (not after close:
+    // hand on at once).
+    cv_.wait(lock, [&] { return closed_ || !slot_free_ || slot_free_(); });
+    // Then wait for a full group or the first request's delay.
     const auto flush_at = queue_.front().admitted + max_delay_;
     cv_.wait_until(lock, flush_at, [&] { return closed_ || queue_.size() >= max_batch_; });
     std::vector<BatchItem> group;

@@ -1,7 +1,10 @@
-// Dynamic batching (model_repository.h DynamicBatching): a queue of admitted requests that a
-// thread hands on in groups of up to max_batch_size, as soon as a group is full or when
-// max_queue_delay has passed since the group's first request. Requests whose deadline has passed
-// are answered DeadlineExceeded by the batcher and never handed on.
+// Dynamic batching (model_repository.h DynamicBatching), as Triton's dynamic batcher forms
+// batches: a queue of admitted requests that a thread hands on in groups of up to
+// max_batch_size, only while a device slot is free (the model has fewer groups in flight than it
+// can run at once), and then as soon as the group is full or max_queue_delay has passed since its
+// first request. While every slot is busy, requests accumulate into the next group instead of
+// queueing small groups in the runtime. Requests whose deadline has passed are answered
+// DeadlineExceeded by the batcher and never handed on.
 #pragma once
 
 #include <chrono>
@@ -35,9 +38,15 @@ class Batcher {
   /// answers items itself clears their `done`).
   using Flush = std::function<void(std::vector<BatchItem>&)>;
 
-  /// Starts the thread. max_batch_size >= 1; max_delay >= 0 (0: hand on whatever is queued at
-  /// once). Throws Error(InvalidArgument) for max_batch_size 0.
-  Batcher(std::size_t max_batch_size, std::chrono::microseconds max_delay, Flush flush);
+  /// True when a device slot is free for another group; called under the batcher's lock, so
+  /// it must not block or call back into the batcher.
+  using SlotFree = std::function<bool()>;
+
+  /// Starts the thread. max_batch_size >= 1; max_delay >= 0 (0: hand on whatever is queued as
+  /// soon as a slot is free). `slot_free` null: a slot is always free. Throws
+  /// Error(InvalidArgument) for max_batch_size 0.
+  Batcher(std::size_t max_batch_size, std::chrono::microseconds max_delay, Flush flush,
+          SlotFree slot_free = {});
   /// close().
   ~Batcher();
   Batcher(const Batcher&) = delete;
@@ -51,6 +60,8 @@ class Batcher {
   void close();
   /// Requests queued, not yet handed on.
   std::size_t pending() const;
+  /// Tells the batcher that `slot_free` may have become true (a group completed). Thread-safe.
+  void slot_freed();
 
  private:
   void run();
@@ -58,6 +69,7 @@ class Batcher {
   const std::size_t max_batch_;
   const std::chrono::microseconds max_delay_;
   Flush flush_;
+  SlotFree slot_free_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<BatchItem> queue_;

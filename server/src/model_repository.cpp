@@ -25,6 +25,22 @@ bool is_version(const std::string& name) {
   return !name.empty() && name.size() <= 18 && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+}  // namespace
+
+std::vector<std::int64_t> batch_ladder(const DynamicBatching& b) {
+  std::vector<std::int64_t> ladder = b.preferred_batch_sizes;
+  if (ladder.empty()) {
+    for (std::int64_t p = 1; p < b.max_batch_size; p *= 2) ladder.push_back(p);
+  }
+  std::erase_if(ladder, [&](std::int64_t p) { return p < 1 || p > b.max_batch_size; });
+  ladder.push_back(b.max_batch_size);
+  std::sort(ladder.begin(), ladder.end());
+  ladder.erase(std::unique(ladder.begin(), ladder.end()), ladder.end());
+  return ladder;
+}
+
+namespace {
+
 ModelConfig read_config(const fs::path& file) {
   ModelConfig config;
   std::ifstream in(file);
@@ -66,8 +82,37 @@ ModelConfig read_config(const fs::path& file) {
           b.max_batch_size = std::min<std::int64_t>(at_least(1), 4096);
         } else if (k == "max_queue_delay_us") {
           b.max_queue_delay = std::chrono::microseconds(std::min<std::int64_t>(at_least(0), 60'000'000));
+        } else if (k == "preferred_batch_size") {
+          if (!v.is_array() || v.empty() || v.size() > 16) {
+            bad_file(
+                file,
+                "\"dynamic_batching.preferred_batch_size\" must be a list of 1 to 16 batch sizes");
+          }
+          for (const auto& size : v) {
+            if (!size.is_number_integer() || size.get<std::int64_t>() < 1 ||
+                size.get<std::int64_t>() > 4096) {
+              bad_file(
+                  file,
+                  "\"dynamic_batching.preferred_batch_size\" must hold integers from 1 to 4096");
+            }
+            b.preferred_batch_sizes.push_back(size.get<std::int64_t>());
+          }
         } else {
-          bad_file(file, fmt::format("unknown key \"dynamic_batching.{}\" (known: max_batch_size, max_queue_delay_us)", k));
+          bad_file(
+              file,
+              fmt::format(
+                  "unknown key \"dynamic_batching.{}\" (known: max_batch_size, max_queue_delay_us, "
+                  "preferred_batch_size)",
+                  k));
+        }
+      }
+      for (std::int64_t p : b.preferred_batch_sizes) {
+        if (p > b.max_batch_size) {
+          bad_file(
+              file,
+              fmt::format(
+                  "\"dynamic_batching.preferred_batch_size\" {} is larger than max_batch_size {}",
+                  p, b.max_batch_size));
         }
       }
       config.dynamic_batching = b;

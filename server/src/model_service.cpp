@@ -111,6 +111,21 @@ ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(s
       };
       check(request_model_.inputs, batched.inputs, "input");
       check(request_model_.outputs, batched.outputs, "output");
+      // The smaller batches of the ladder, compiled too and sharing the device (they were
+      // checked above through the same rule at batch_).
+      for (std::int64_t size : batch_ladder(*config.dynamic_batching)) {
+        if (size == batch_) continue;
+        runtime::RunnerOptions small = q;
+        small.batch_size = size;
+        auto runner = runtime::create_runner(entry_.path, small);
+        if (runner->model().inputs.at(0).shape.at(0) != size) {
+          throw Error(ErrorCode::IncompatibleModel,
+                      fmt::format("preferred_batch_size {}: the compiled batch dim is {}", size,
+                                  runner->model().inputs.at(0).shape.at(0)));
+        }
+        ladder_.emplace(size, std::move(runner));
+      }
+      group_slots_ = std::max(1, config.worker_num);
     }
   } catch (const Error& e) {
     throw Error(e.code(), fmt::format("model '{}' ({}): {}", entry_.name, entry_.path.string(), e.message()), e.subject());
@@ -128,14 +143,19 @@ ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(s
   batch_size_ = &metrics_.batch_size.Add(labels, batch_buckets());
   inflight_gauge_ = &metrics_.inflight.Add(labels);
   if (config.dynamic_batching) {
-    batcher_ = std::make_unique<Batcher>(static_cast<std::size_t>(batch_), config.dynamic_batching->max_queue_delay,
-                                         [this](std::vector<BatchItem>& group) { submit_now(group); });
+    batcher_ = std::make_unique<Batcher>(
+        static_cast<std::size_t>(batch_), config.dynamic_batching->max_queue_delay,
+        [this](std::vector<BatchItem>& group) { submit_now(group); },
+        [this] { return groups_in_flight_.load() < group_slots_; });
   }
 }
 
 ModelService::~ModelService() {
   close();
-  runner_.reset();  // every request was answered: this only releases the device
+  // Every request was answered: this only waits for completions still running and releases
+  // the device. The batcher, which the completions wake, goes last.
+  ladder_.clear();
+  runner_.reset();
 }
 
 prometheus::Counter& ModelService::failure_counter(ServeStatus status) {
@@ -222,13 +242,23 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
 }
 
 void ModelService::submit_now(std::vector<BatchItem>& group) {
-  // Stack the requests' rows into the compiled batch; rows past group.size() stay zero (padding).
-  const auto& descs = runner_->model().inputs;
+  // The smallest compiled batch that holds the group; its rows past group.size() stay zero
+  // (padding).
+  std::int64_t batch = batch_;
+  runtime::Runner* runner = runner_.get();
+  for (const auto& [size, r] : ladder_) {
+    if (static_cast<std::size_t>(size) >= group.size()) {
+      batch = size;
+      runner = r.get();
+      break;
+    }
+  }
+  const auto& descs = runner->model().inputs;
   std::vector<Tensor> inputs;
   inputs.reserve(descs.size());
   for (std::size_t k = 0; k < descs.size(); ++k) {
     Tensor t(descs[k].dtype, descs[k].shape);
-    const std::size_t row = t.size_bytes() / static_cast<std::size_t>(batch_);
+    const std::size_t row = t.size_bytes() / static_cast<std::size_t>(batch);
     for (std::size_t i = 0; i < group.size(); ++i) {
       std::memcpy(t.bytes().data() + i * row, group[i].inputs[k].bytes().data(), row);
     }
@@ -237,15 +267,18 @@ void ModelService::submit_now(std::vector<BatchItem>& group) {
   batch_size_->Observe(static_cast<double>(group.size()));
   for (const auto& item : group) queue_time_->Observe(seconds_since(item.admitted));
   // The group's completions move into the callback, which splits each output's rows back to the
-  // requests (padding rows dropped); a failed execution fails every request of the group.
+  // requests (padding rows dropped); a failed execution fails every request of the group. The
+  // group's slot is given back first, so the batcher may start the next group.
   auto items = std::make_shared<std::vector<BatchItem>>(std::move(group));
-  auto split = [this, items](std::vector<Tensor> outputs, std::exception_ptr error) {
+  auto split = [this, items, batch](std::vector<Tensor> outputs, std::exception_ptr error) {
+    groups_in_flight_.fetch_sub(1);
+    batcher_->slot_freed();
     std::vector<std::vector<Tensor>> per_request(items->size());
     if (!error) {
       try {
         for (std::size_t k = 0; k < outputs.size(); ++k) {
           const Tensor& out = outputs[k];
-          const std::size_t row = out.size_bytes() / static_cast<std::size_t>(batch_);
+          const std::size_t row = out.size_bytes() / static_cast<std::size_t>(batch);
           for (std::size_t i = 0; i < items->size(); ++i) {
             const auto* begin = out.bytes().data() + i * row;
             per_request[i].emplace_back(out.dtype(), request_model_.outputs.at(k).shape,
@@ -263,9 +296,11 @@ void ModelService::submit_now(std::vector<BatchItem>& group) {
   runtime::StartOptions checked;
   checked.inputs_checked = true;         // stacked from checked rows into the runner's own descriptions
   checked.first_stage_on_caller = true;  // the batcher's thread would only hand it on
+  groups_in_flight_.fetch_add(1);
   try {
-    runner_->start(std::move(inputs), std::move(split), checked);
+    runner->start(std::move(inputs), std::move(split), checked);
   } catch (...) {
+    groups_in_flight_.fetch_sub(1);  // the callback will never run
     const auto error = std::current_exception();
     for (auto& item : *items) item.done({}, error);
   }
@@ -276,8 +311,9 @@ void ModelService::update_device_metrics() {
   std::vector<runtime::DeviceHealth> health;
   std::uint64_t host_ns = 0;
   try {
-    health = runner_->device_health();
+    health = runner_->device_health();  // the ladder shares these devices: one set of counters
     host_ns = runner_->host_operator_ns();
+    for (const auto& [size, r] : ladder_) host_ns += r->host_operator_ns();
   } catch (...) {
     return;
   }

@@ -91,8 +91,9 @@ class ModelService {
   void close();
 
  private:
-  /// Starts one runtime request for `group` (its rows stacked into the compiled batch) whose
-  /// callback splits the outputs back. On the batcher's thread.
+  /// Starts one runtime request for `group` (its rows stacked into the smallest batch of the
+  /// ladder that holds them, the rest zero padding) whose callback splits the outputs back. On
+  /// the batcher's thread.
   void submit_now(std::vector<BatchItem>& group);
   /// One admitted request is over: counts it down and wakes close().
   void release_admission();
@@ -102,7 +103,14 @@ class ModelService {
   ServiceMetrics& metrics_;
   runtime::Model request_model_;
   std::int64_t batch_ = 1;  ///< the compiled batch (dynamic batching's max_batch_size, else 1)
-  std::unique_ptr<runtime::Runner> runner_;
+  std::unique_ptr<runtime::Runner> runner_;  ///< compiled for batch_
+  /// Dynamic batching: the runners of the smaller batch sizes of the ladder (batch_ladder),
+  /// sharing runner_'s devices, by batch size.
+  std::map<std::int64_t, std::unique_ptr<runtime::Runner>> ladder_;
+  /// Dynamic batching: groups started and not yet completed, and how many may be at once (the
+  /// batcher holds the next group while they are all busy).
+  std::atomic<int> groups_in_flight_{0};
+  int group_slots_ = 1;
   std::unique_ptr<Batcher> batcher_;
   /// Admitted and not yet answered (the max_inflight limit; close() waits for 0).
   std::atomic<std::size_t> inflight_{0};

@@ -4,6 +4,7 @@
 #include "furiosa/server/server.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -132,12 +133,15 @@ InferenceServer::InferenceServer(ServerOptions options, std::ostream& log)
   for (auto& entry : scan_model_repository(s.options.model_repository)) {
     auto model = std::make_unique<ModelService>(entry, s.metrics);
     const auto& b = entry.config.dynamic_batching;
-    s.log << fmt::format("model {} version {}: {} ({}, {} input(s), {} output(s), device {}{})\n", entry.name,
-                         entry.version, entry.path.string(), entry.platform, model->model().inputs.size(),
-                         model->model().outputs.size(), entry.config.device.empty() ? "default" : entry.config.device,
-                         b ? fmt::format(", dynamic batching {} within {} us", b->max_batch_size,
-                                         b->max_queue_delay.count())
-                           : "");
+    s.log << fmt::format(
+        "model {} version {}: {} ({}, {} input(s), {} output(s), device {}{})\n", entry.name,
+        entry.version, entry.path.string(), entry.platform, model->model().inputs.size(),
+        model->model().outputs.size(),
+        entry.config.device.empty() ? "default" : entry.config.device,
+        b ? fmt::format(", dynamic batching {} within {} us, compiled for batches {}",
+                        b->max_batch_size, b->max_queue_delay.count(),
+                        fmt::join(batch_ladder(*b), ", "))
+          : "");
     s.models.emplace(entry.name, std::move(model));
   }
   s.log.flush();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "batcher.h"
+#include "furiosa/server/model_repository.h"
 
 using namespace furiosa;
 using namespace furiosa::server;
@@ -105,6 +106,37 @@ TEST_CASE("a group that does not fill is handed on once the delay has passed", "
   // holds at any speed.
   CHECK(Clock::now() - t0 >= 100ms);
   CHECK(r.group_sizes() == std::vector<std::size_t>{1, 3});
+}
+
+TEST_CASE("while no device slot is free the group grows past its delay, then leaves at once",
+          "[server][batcher]") {
+  // Zero delay: without the slot rule every item would leave alone. With every slot busy, the
+  // five items stay queued (the thread cannot hand anything on while the predicate is false),
+  // and the freed slot takes them as one group.
+  Recorder r;
+  std::atomic<bool> free{false};
+  Batcher batcher(8, 0ms, r.flush(), [&] { return free.load(); });
+  for (int i = 0; i < 5; ++i) batcher.add(r.item());
+  CHECK(batcher.pending() == 5);
+  CHECK(r.group_sizes().empty());
+  free.store(true);
+  batcher.slot_freed();
+  r.wait_answered(5);
+  CHECK(r.group_sizes() == std::vector<std::size_t>{5});
+}
+
+TEST_CASE("the batch ladder: powers of two below max_batch_size, or the preferred sizes",
+          "[server][batcher]") {
+  DynamicBatching b;
+  b.max_batch_size = 8;
+  CHECK(batch_ladder(b) == std::vector<std::int64_t>{1, 2, 4, 8});
+  b.max_batch_size = 6;
+  CHECK(batch_ladder(b) == std::vector<std::int64_t>{1, 2, 4, 6});
+  b.max_batch_size = 1;
+  CHECK(batch_ladder(b) == std::vector<std::int64_t>{1});
+  b.max_batch_size = 16;
+  b.preferred_batch_sizes = {4, 1, 4};
+  CHECK(batch_ladder(b) == std::vector<std::int64_t>{1, 4, 16});
 }
 
 TEST_CASE("requests from many threads are each answered once in groups of at most the batch", "[server][batcher]") {

@@ -75,6 +75,9 @@ def main():
     ap.add_argument("--workers", type=int, default=2, help="worker_num of both")
     ap.add_argument("-n", "--requests", type=int, default=2000)
     ap.add_argument("-c", "--clients", type=int, default=8, help="concurrent client threads")
+    ap.add_argument("--batching", metavar="MAX[,DELAY_US]",
+                    help="serve with dynamic_batching (max_batch_size, max_queue_delay_us; default delay 0)")
+    ap.add_argument("--no-runner", action="store_true", help="skip the direct Runner comparison")
     args = ap.parse_args()
 
     model = pathlib.Path(args.model).resolve()
@@ -82,8 +85,11 @@ def main():
         version = pathlib.Path(tmp) / "m" / "1"
         version.mkdir(parents=True)
         (version / f"model{model.suffix}").symlink_to(model)
-        (pathlib.Path(tmp) / "m" / "config.json").write_text(json.dumps(
-            {"device": args.device, "worker_num": args.workers, "max_inflight": max(64, args.clients)}))
+        config = {"device": args.device, "worker_num": args.workers, "max_inflight": max(64, args.clients)}
+        if args.batching:
+            size, _, delay = args.batching.partition(",")
+            config["dynamic_batching"] = {"max_batch_size": int(size), "max_queue_delay_us": int(delay or 0)}
+        (pathlib.Path(tmp) / "m" / "config.json").write_text(json.dumps(config))
         proc = subprocess.Popen([args.serve, "--model-repository", tmp, "--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0"],
                                 stdout=subprocess.PIPE, text=True)
         url = None
@@ -117,15 +123,25 @@ def main():
         # The server's own CPU time per request: on a machine shared with other work (and with
         # the Python clients) a steadier figure of the server's cost than its QPS.
         server_cpu = cpu_seconds(proc.pid) - cpu0
+        if args.batching:
+            metrics = requests.get(url + "/metrics").text
+            count = re.search(r'furiosa_serve_batch_size_count\{model="m"\} (\S+)', metrics)
+            total = re.search(r'furiosa_serve_batch_size_sum\{model="m"\} (\S+)', metrics)
+            if count and total and float(count.group(1)) > 0:
+                print(f"batching {args.batching}: mean group {float(total.group(1)) / float(count.group(1)):.2f} "
+                      f"requests over {float(count.group(1)):.0f} executions (warm-up included)")
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
 
+    print(f"model {model.name}, device {args.device}, worker_num {args.workers}, {args.clients} clients"
+          + (f", dynamic batching {args.batching}" if args.batching else ""))
+    report("serve", *http, server_cpu)
+    if args.no_runner:
+        return
     with create_runner(model, device=args.device, worker_num=args.workers) as runner:
         x = tensor.rand(runner.model.input(0))
         drive(min(50, args.requests), args.clients, lambda: runner.run(x))
         direct = drive(args.requests, args.clients, lambda: runner.run(x))
-    print(f"model {model.name}, device {args.device}, worker_num {args.workers}, {args.clients} clients")
-    report("serve", *http, server_cpu)
     report("runner", *direct)
 
 

@@ -19,12 +19,24 @@ namespace furiosa::server {
 /// outputs are dropped.
 struct DynamicBatching {
   std::int64_t max_batch_size = 8;                        ///< requests per execution (>= 1)
-  std::chrono::microseconds max_queue_delay{1000};        ///< wait for a full batch, from its first request (>= 0)
+  /// How long a group may wait for more requests once a device slot is free, from its first
+  /// request (>= 0; Triton's max_queue_delay_microseconds).
+  std::chrono::microseconds max_queue_delay{1000};
+  /// Batch sizes to compile the model for besides max_batch_size (config.json
+  /// "preferred_batch_size", Triton's name; each <= max_batch_size): see batch_ladder().
+  std::vector<std::int64_t> preferred_batch_sizes;
 };
+
+/// The batch sizes a dynamically batched model is compiled for, ascending and unique:
+/// preferred_batch_sizes (default: the powers of two below max_batch_size) and max_batch_size.
+/// A group of n requests runs on the smallest of them >= n, so a partial group pays for few
+/// padding rows (docs/serving.md "Dynamic batching").
+std::vector<std::int64_t> batch_ladder(const DynamicBatching& b);
 
 /// Per-model serving options, read from MODEL_NAME/config.json (every key optional):
 ///   {"device": "npu0pe0", "worker_num": 2, "batch_size": 1, "max_inflight": 64,
-///    "dynamic_batching": {"max_batch_size": 8, "max_queue_delay_us": 1000}}
+///    "dynamic_batching": {"max_batch_size": 8, "max_queue_delay_us": 1000,
+///                         "preferred_batch_size": [1, 2, 4]}}
 /// dynamic_batching excludes a batch_size other than 1 (refused naming the file).
 struct ModelConfig {
   /// Device spec (FuriosaAI syntax, device/device_spec.h); "" = the runtime's default
