@@ -167,7 +167,7 @@ struct Options {
   int repeats = 3;
   int per_kernel = 0;
   bool skip_peak = false;
-  std::vector<std::string> isa;  // levels to compare ("all": every level this CPU has)
+  std::string isa = "all";  // levels to compare, comma-separated ("all", "none")
   int isa_rounds = 5;
 };
 
@@ -175,10 +175,17 @@ struct Options {
 // Error(InvalidArgument) for an unknown name or a level this CPU lacks.
 std::vector<device::SimIsa> compared_levels(const Options& opt) {
   const std::vector<device::SimIsa> have = device::sim_cpu_isa_levels();
+  if (opt.isa == "all") return have;
   std::vector<device::SimIsa> out;
-  for (const std::string& name : opt.isa) {
-    if (name == "all") return have;
-    const device::SimIsa isa = device::parse_sim_isa(name);
+  if (opt.isa == "none") return out;
+  std::size_t from = 0;
+  while (from <= opt.isa.size()) {
+    std::size_t to = opt.isa.find(',', from);
+    if (to == std::string::npos) to = opt.isa.size();
+    const std::string name = opt.isa.substr(from, to - from);
+    from = to + 1;
+    device::SimIsa isa = device::parse_sim_isa(name);
+    if (isa == device::SimIsa::Auto) isa = have.back();
     if (std::find(have.begin(), have.end(), isa) == have.end()) {
       throw Error(ErrorCode::InvalidArgument,
                   fmt::format("--isa {}: this CPU lacks that level", device::sim_isa_name(isa)));
@@ -380,15 +387,12 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", opt.repeats, "QPS measurements (median)")->check(CLI::PositiveNumber);
   app.add_option("--per-kernel", opt.per_kernel, "print the N slowest kernels of each program");
   app.add_flag("--skip-peak", opt.skip_peak, "skip the machine-peak microbenchmark");
-  opt.isa = {"all"};
   app.add_option("--isa", opt.isa,
-                 "ISA levels to compare side by side: names (portable, avx2, avx-vnni, avx512), "
-                 "'all' (default: every level this CPU has) or 'none'")
-      ->delimiter(',');
+                 "ISA levels to compare side by side: comma-separated names (portable, avx2, "
+                 "avx-vnni, avx512), 'all' (default: every level this CPU has) or 'none'");
   app.add_option("--isa-rounds", opt.isa_rounds, "rounds of the ISA level comparison")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
-  if (opt.isa == std::vector<std::string>{"none"}) opt.isa.clear();
   if (opt.models.empty()) {
     const fs::path zoo = fs::path(FURIOSA_SHARED_MODELS_DIR) / "onnx-zoo";
     opt.models = {(zoo / "mobilenetv2-12-int8" / "mobilenetv2-12-int8.onnx").string(),
