@@ -305,6 +305,8 @@ TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][co
       {1, 19, 33, 33, 19, 3, 3, 19, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
       {1, 11, 66, 66, 11, 3, 3, 11, {1, 1, 1, 1}, {2, 2}, {1, 1}, I8, I8, I8, L, L, true, true, true, 1.0f},
       {1, 7, 17, 130, 7, 3, 3, 7, {0, 1, 2, 1}, {1, 2}, {2, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+      // depthwise rows of more than 128 outputs (byte counts past a signed char)
+      {1, 3, 6, 150, 3, 3, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, false, true, true, 1.0f},
       // narrow depthwise (OW <= 8: two output rows per vector): 7 x 7 like MobileNetV2's last
       // stages, 11 rows (two groups of 8, an odd last row) with a depth multiplier of 2,
       // kernel width 2 at OW 8; weight zero points on
