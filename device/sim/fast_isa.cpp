@@ -11,7 +11,8 @@ namespace furiosa::device::sim::fast {
 namespace {
 
 // The fast levels, lowest first (Portable and Auto are not tables).
-constexpr std::array<SimIsa, 3> kLadder = {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512};
+constexpr std::array<SimIsa, 4> kLadder = {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni,
+                                           SimIsa::Avx512};
 
 // AVX-VNNI: CPUID leaf 7, subleaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports does not
 // know "avxvnni"). The OS's saving of the YMM state is what the avx2 check already covers.
@@ -29,6 +30,9 @@ bool detect(SimIsa isa) noexcept {
     case SimIsa::Portable: return true;
     case SimIsa::Avx2: return avx2;
     case SimIsa::AvxVnni: return avx2 && cpu_avx_vnni();
+    case SimIsa::Avx512Vnni:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     case SimIsa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
@@ -42,6 +46,7 @@ Kernels own_kernels(SimIsa isa) noexcept {
   switch (isa) {
     case SimIsa::Avx2: return avx2_kernels();
     case SimIsa::AvxVnni: return avx_vnni_kernels();
+    case SimIsa::Avx512Vnni: return avx512_vnni_kernels();
     case SimIsa::Avx512: return avx512_kernels();
     default: return {};
   }
@@ -74,7 +79,8 @@ const Tables& tables() noexcept {
       r.has[i] = detect(kLadder[i]);
       if (!r.has[i]) continue;
       r.kernels[i] = own_kernels(kLadder[i]);
-      // A CPU with a level has every lower level's instructions too (avx512 implies AVX2).
+      // Entries come from the lower levels this CPU has (a Cascade Lake has avx512-vnni and
+      // avx2 but not avx-vnni).
       for (std::size_t j = i; j-- > 0;) {
         if (r.has[j]) fill(r.kernels[i], own_kernels(kLadder[j]));
       }

@@ -3,9 +3,9 @@
 // (bit-identical outputs); kernels.cpp validates the kernels and builds the plans, the fast
 // kernels only do arithmetic on already validated tensors.
 //
-// ISA levels (device::SimIsa, lowest first): avx2 and avx-vnni (fast_kernels_avx2.cpp, one
-// source compiled twice with the dot-product step swapped) and avx512 (fast_kernels.cpp: AVX-512
-// VNNI / VBMI). Each level is a table of function pointers (Kernels); a level may leave entries
+// ISA levels (device::SimIsa, lowest first): avx2, avx-vnni and avx512-vnni (one source,
+// fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and avx512
+// (fast_kernels.cpp: AVX-512 VNNI / VBMI). Each level is a table of function pointers (Kernels); a level may leave entries
 // null, which kernels_for() fills from the next lower level that has them, and kernels.cpp runs
 // the portable code where the entry is still null. The plans (ConvPlan, MatMulPlan) are the same
 // for every level, so a prepared program runs at any level.
@@ -172,7 +172,8 @@ struct Kernels {
 /// Only to be called through kernels_for(), which checks the CPU.
 Kernels avx512_kernels() noexcept;    // fast_kernels.cpp
 Kernels avx2_kernels() noexcept;      // fast_kernels_avx2.cpp
-Kernels avx_vnni_kernels() noexcept;  // fast_kernels_avx2.cpp, the AVX-VNNI build
+Kernels avx_vnni_kernels() noexcept;  // fast_kernels_avx_vnni.cpp, the AVX-VNNI build
+Kernels avx512_vnni_kernels() noexcept;  // fast_kernels_avx512_vnni.cpp, the same with EVEX
 
 /// The kernels to run at level `isa`: its own, the entries it lacks taken from the next lower
 /// level that has them (still null where only the portable code has them). Auto: the highest

@@ -12,6 +12,7 @@
 
 #define FK2 __attribute__((target("avx2")))
 #define FK2_VNNI 0
+#define FK2_DPBUSD unused
 
 namespace furiosa::device::sim::fast {
 namespace avx2 {

@@ -12,6 +12,7 @@
 
 #define FK2 __attribute__((target("avx2,avxvnni")))
 #define FK2_VNNI 1
+#define FK2_DPBUSD _mm256_dpbusd_avx_epi32
 
 namespace furiosa::device::sim::fast {
 namespace avx_vnni {

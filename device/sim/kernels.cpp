@@ -2151,6 +2151,7 @@ std::string_view sim_isa_name(SimIsa isa) noexcept {
     case SimIsa::Portable: return "portable";
     case SimIsa::Avx2: return "avx2";
     case SimIsa::AvxVnni: return "avx-vnni";
+    case SimIsa::Avx512Vnni: return "avx512-vnni";
     case SimIsa::Avx512: return "avx512";
   }
   return "?";
@@ -2158,19 +2159,20 @@ std::string_view sim_isa_name(SimIsa isa) noexcept {
 
 SimIsa parse_sim_isa(std::string_view text) {
   for (SimIsa isa : {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni,
-                     SimIsa::Avx512}) {
+                     SimIsa::Avx512Vnni, SimIsa::Avx512}) {
     if (text == sim_isa_name(isa)) return isa;
   }
   if (text == "avx512-vnni-vbmi") return SimIsa::Avx512;  // the name before the ladder
   throw Error(ErrorCode::InvalidArgument,
               fmt::format("'{}' is not a simulator ISA level (auto, portable, avx2, avx-vnni, "
-                          "avx512)",
+                          "avx512-vnni, avx512)",
                           escape_text(text, 64)));
 }
 
 std::vector<SimIsa> sim_cpu_isa_levels() {
   std::vector<SimIsa> levels;
-  for (SimIsa isa : {SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512}) {
+  for (SimIsa isa :
+       {SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512}) {
     if (sim::fast::cpu_has(isa)) levels.push_back(isa);
   }
   return levels;

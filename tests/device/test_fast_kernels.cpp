@@ -1,15 +1,15 @@
-// The simulator's fast kernels (device/sim/fast_kernels.cpp, AVX-512 VNNI) against
+// The simulator's fast kernels (device/sim/fast_kernels*.cpp, every ISA level) against
 // straightforward references written here, on randomized shapes and parameters: odd channel
 // counts, widths that are not multiples of 16 or 32, strides, dilations, padding, groups,
 // depthwise with channel multipliers, int8 and uint8 activations and weights, per-channel
 // non-zero weight zero points, biases, multipliers that saturate, both layouts.
 //
-// Every case runs three ways at every ISA level this CPU has (avx2, avx-vnni, avx512: each
-// forced in turn) and must match the reference byte for byte (row padding of lowered outputs
-// included, which must be zero): run_kernel without preparation (packed per call), with a
-// PreparedProgram (packed once), and with the fast kernels disabled (the portable kernels). A
-// CPU without any fast level runs the portable kernels three times. Under qemu-x86_64 -cpu
-// Haswell (tests/device/CMakeLists.txt) the avx2 level is the only one.
+// Every case runs three ways at every ISA level this CPU has (avx2, avx-vnni, avx512-vnni,
+// avx512: each forced in turn) and must match the reference byte for byte (row padding of
+// lowered outputs included, which must be zero): run_kernel without preparation (packed per
+// call), with a PreparedProgram (packed once), and with the fast kernels disabled (the
+// portable kernels). A CPU without any fast level runs the portable kernels three times. Under
+// qemu-x86_64 -cpu Haswell (tests/device/CMakeLists.txt) the avx2 level is the only one.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -413,9 +413,10 @@ TEST_CASE("Prepared programs run concurrently on several threads", "[device][ker
 TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels][fast][isa]") {
   CHECK(parse_sim_isa("avx2") == SimIsa::Avx2);
   CHECK(parse_sim_isa("avx-vnni") == SimIsa::AvxVnni);
+  CHECK(parse_sim_isa("avx512-vnni") == SimIsa::Avx512Vnni);
   CHECK(parse_sim_isa("avx512") == SimIsa::Avx512);
   CHECK(parse_sim_isa("avx512-vnni-vbmi") == SimIsa::Avx512);  // the older name
-  CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("avx2, avx-vnni, avx512"));
+  CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("avx2, avx-vnni, avx512-vnni, avx512"));
   const std::vector<SimIsa> levels = sim_cpu_isa_levels();
   REQUIRE(!levels.empty());
   CHECK(levels.front() == SimIsa::Portable);
@@ -425,7 +426,7 @@ TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels
     REQUIRE(sim::set_fast_kernels_level(level));
     CHECK(sim_active_isa() == sim_isa_name(level));
   }
-  for (SimIsa level : {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512}) {
+  for (SimIsa level : {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512}) {
     if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
       CHECK_FALSE(sim::set_fast_kernels_level(level));  // refused, level unchanged
     }

@@ -45,10 +45,11 @@ enum class SimIsa : std::uint8_t {
   Portable,  ///< the portable C++ kernels only, on any CPU
   Avx2,      ///< AVX2 kernels (Haswell and later, Zen 1-3): exact int8 products via vpmaddwd
   AvxVnni,   ///< AVX2 + AVX-VNNI kernels (Alder Lake and later): vpdpbusd on ymm
+  Avx512Vnni,  ///< the avx-vnni kernels with AVX-512 VL + VNNI's vpdpbusd (Cascade Lake)
   Avx512,    ///< AVX-512 F/BW/VL/DQ + VNNI + VBMI kernels (Ice Lake, Sapphire Rapids, Zen 4)
 };
 
-/// "auto", "portable", "avx2", "avx-vnni", "avx512".
+/// "auto", "portable", "avx2", "avx-vnni", "avx512-vnni", "avx512".
 std::string_view sim_isa_name(SimIsa isa) noexcept;
 
 /// Parses a level name (sim_isa_name; "avx512-vnni-vbmi" is accepted as an older name of
@@ -66,7 +67,7 @@ std::vector<SimIsa> sim_cpu_isa_levels();
 SimIsa sim_isa_from_environment();
 
 /// The level the functional kernels run at in this process now: "portable", "avx2",
-/// "avx-vnni" or "avx512" (never "auto").
+/// "avx-vnni", "avx512-vnni" or "avx512" (never "auto").
 std::string_view sim_active_isa() noexcept;
 
 /// A device fault the simulator can inject (docs/devices.md "Fault injection").
