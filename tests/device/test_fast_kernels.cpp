@@ -305,6 +305,9 @@ TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][co
       {1, 19, 33, 33, 19, 3, 3, 19, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
       {1, 11, 66, 66, 11, 3, 3, 11, {1, 1, 1, 1}, {2, 2}, {1, 1}, I8, I8, I8, L, L, true, true, true, 1.0f},
       {1, 7, 17, 130, 7, 3, 3, 7, {0, 1, 2, 1}, {1, 2}, {2, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+      // depthwise the 256-bit levels refuse (3 sw + 3 dw > 15: their taps of 4 outputs do not
+      // fit 16 bytes), so the prepared and unprepared runs fall back to the portable kernel
+      {1, 4, 9, 40, 4, 3, 3, 4, {1, 1, 1, 1}, {1, 3}, {1, 3}, U8, I8, U8, L, L, true, true, true, 1.0f},
       // depthwise rows of more than 128 outputs (byte counts past a signed char)
       {1, 3, 6, 150, 3, 3, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, false, true, true, 1.0f},
       // narrow depthwise (OW <= 8: two output rows per vector): 7 x 7 like MobileNetV2's last
