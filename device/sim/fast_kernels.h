@@ -5,10 +5,12 @@
 //
 // ISA levels (device::SimIsa, lowest first): avx2, avx-vnni and avx512-vnni (one source,
 // fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and avx512
-// (fast_kernels.cpp: AVX-512 VNNI / VBMI). Each level is a table of function pointers (Kernels); a level may leave entries
-// null, which kernels_for() fills from the next lower level that has them, and kernels.cpp runs
-// the portable code where the entry is still null. The plans (ConvPlan, MatMulPlan) are the same
-// for every level, so a prepared program runs at any level.
+// (fast_kernels.cpp: AVX-512 VNNI / VBMI). Each level is a table of function pointers
+// (Kernels); a level may leave entries null, which kernels_for() fills from the next lower level
+// that has them, and kernels.cpp runs the portable code where the entry is still null. The
+// plans (ConvPlan, MatMulPlan) are the same for every level, so a prepared program runs at any
+// level. The 256-bit levels keep the exactness: avx2 multiplies int16-widened operands with
+// vpmaddwd (fast_kernels_avx2_base.inc), and they requantize with the same operations.
 //
 // Integer arithmetic. vpdpbusd multiplies unsigned bytes by signed bytes and adds groups of 4
 // products to int32 lanes without saturation. Operands are moved into those domains exactly:

@@ -23,8 +23,6 @@ namespace avx512_vnni {
 
 }  // namespace avx512_vnni
 
-Kernels avx512_vnni_kernels() noexcept {
-  return avx512_vnni::level_kernels(SimIsa::Avx512Vnni);
-}
+Kernels avx512_vnni_kernels() noexcept { return avx512_vnni::level_kernels(SimIsa::Avx512Vnni); }
 
 }  // namespace furiosa::device::sim::fast
