@@ -9,7 +9,12 @@
 //   - per kernel kind: calls and ms per inference and achieved GOPS (2 ops per MAC), from the
 //     simulator's kernel statistics hook;
 //   - with --per-kernel, the slowest individual kernels (run directly on a copy of the program's
-//     DRAM region, outside the runtime).
+//     DRAM region, outside the runtime);
+//   - the median latency at each ISA level of the simulator's kernels this CPU has (portable,
+//     avx2, avx-vnni, avx512; --isa picks them), side by side, measured in alternating rounds so
+//     that the neighbours' load affects every level alike.
+// Everything but the side-by-side table runs at the level FURIOSA_SIM_ISA picks (default: the
+// highest), printed first.
 // and a machine-peak microbenchmark (tight vpdpbusd / vpmaddubsw loops on one thread) to compare
 // the convolution GOPS against.
 //
@@ -29,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "furiosa/core/error.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/statistics.h"
 #include "furiosa/runtime/runner.h"
@@ -161,7 +167,63 @@ struct Options {
   int repeats = 3;
   int per_kernel = 0;
   bool skip_peak = false;
+  std::string isa = "all";  // levels to compare, comma-separated ("all", "none")
+  int isa_rounds = 5;
 };
+
+// The levels named by opt.isa (every level this CPU has for "all"), lowest first. Throws
+// Error(InvalidArgument) for an unknown name or a level this CPU lacks.
+std::vector<device::SimIsa> compared_levels(const Options& opt) {
+  const std::vector<device::SimIsa> have = device::sim_cpu_isa_levels();
+  if (opt.isa == "all") return have;
+  std::vector<device::SimIsa> out;
+  if (opt.isa == "none") return out;
+  std::size_t from = 0;
+  while (from <= opt.isa.size()) {
+    std::size_t to = opt.isa.find(',', from);
+    if (to == std::string::npos) to = opt.isa.size();
+    const std::string name = opt.isa.substr(from, to - from);
+    from = to + 1;
+    device::SimIsa isa = device::parse_sim_isa(name);
+    if (isa == device::SimIsa::Auto) isa = have.back();
+    if (std::find(have.begin(), have.end(), isa) == have.end()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("--isa {}: this CPU lacks that level", device::sim_isa_name(isa)));
+    }
+    out.push_back(isa);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Median latency of one inference at each of `levels` (forced in turn in every round; 3
+// inferences per level and round), printed as one table.
+void compare_levels(runtime::Runner& runner, const std::vector<Tensor>& inputs,
+                    const std::vector<device::SimIsa>& levels, int rounds) {
+  if (levels.empty()) return;
+  std::vector<std::vector<double>> ms(levels.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      device::sim::set_fast_kernels_level(levels[i]);
+      runner.run(inputs);  // the level's scratch buffers, caches
+      for (int k = 0; k < 3; ++k) {
+        const auto start = Clock::now();
+        runner.run(inputs);
+        ms[i].push_back(seconds_since(start) * 1e3);
+      }
+    }
+  }
+  device::sim::set_fast_kernels_level(device::SimIsa::Auto);
+  fmt::print("ISA levels (median latency, 1 worker, {} rounds x 3 runs):", rounds);
+  const double base = median(ms[0]);
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const double m = median(ms[i]);
+    fmt::print("  {} {:.3f} ms", device::sim_isa_name(levels[i]), m);
+    if (i > 0) fmt::print(" ({:.1f}x)", base / m);
+  }
+  fmt::print("\n");
+}
 
 runtime::RunnerOptions runner_options(device::Driver& driver, const std::string& device) {
   runtime::RunnerOptions o;
@@ -263,6 +325,7 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
   }
   fmt::print("latency (1 worker, {} runs): median {:.3f} ms  p10 {:.3f}  p90 {:.3f}\n",
              opt.iterations, median(lat), percentile(lat, 100), percentile(lat, 900));
+  compare_levels(*runner0, inputs, compared_levels(opt), opt.isa_rounds);
 
   // Kernel statistics.
   device::sim::reset_kernel_stats();
@@ -324,6 +387,11 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", opt.repeats, "QPS measurements (median)")->check(CLI::PositiveNumber);
   app.add_option("--per-kernel", opt.per_kernel, "print the N slowest kernels of each program");
   app.add_flag("--skip-peak", opt.skip_peak, "skip the machine-peak microbenchmark");
+  app.add_option("--isa", opt.isa,
+                 "ISA levels to compare side by side: comma-separated names (portable, avx2, "
+                 "avx-vnni, avx512), 'all' (default: every level this CPU has) or 'none'");
+  app.add_option("--isa-rounds", opt.isa_rounds, "rounds of the ISA level comparison")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   if (opt.models.empty()) {
     const fs::path zoo = fs::path(FURIOSA_SHARED_MODELS_DIR) / "onnx-zoo";
@@ -331,6 +399,17 @@ int main(int argc, char** argv) {
                   (zoo / "shufflenet-v2-12-int8" / "shufflenet-v2-12-int8.onnx").string()};
   }
 
+  try {
+    fmt::print("simulator kernels: {} (FURIOSA_SIM_ISA; this CPU has:", device::sim_active_isa());
+    for (device::SimIsa isa : device::sim_cpu_isa_levels()) {
+      fmt::print(" {}", device::sim_isa_name(isa));
+    }
+    fmt::print(")\n");
+    (void)compared_levels(opt);  // an unknown or missing level fails before any work
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "sim-bench: {}\n", e.what());
+    return 1;
+  }
   double peak_gops = 0;
   if (!opt.skip_peak) {
     fmt::print("machine peak (one thread, best of 10):\n");

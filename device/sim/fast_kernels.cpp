@@ -1,9 +1,10 @@
-// The simulator's fast kernels: AVX-512 VNNI int8 convolution (im2col-free pointwise GEMM,
+// The simulator's fast kernels at level avx512: AVX-512 VNNI int8 convolution (im2col-free pointwise GEMM,
 // im2col GEMM, depthwise), matmul, add, max pool, global-average-pool sums and the byte copies
 // / table lookups of the data-movement kernels. See fast_kernels.h for the arithmetic.
 //
-// Every function that uses AVX-512 carries FK_TARGET and is only reached after cpu_supported()
-// said yes; the rest of the project is compiled for the baseline x86-64 ISA.
+// Every function that uses AVX-512 carries FK_TARGET and is only reached through kernels_for()
+// (fast_isa.cpp), which checks the CPU; the rest of the project is compiled for the baseline
+// x86-64 ISA.
 //
 // Layouts. The convolution GEMM computes Y[m][p] = sum_k W[m][k] X[k][p] with output positions
 // p = oh * OW + ow in 32-bit lanes (16 per register), so results come out along output rows,
@@ -1172,16 +1173,6 @@ void copy_rows(std::byte* dst, std::int64_t dst_step, const std::byte* src, std:
                  reinterpret_cast<const std::uint8_t*>(src), src_step, rows, width, pad, lut);
 }
 
-bool cpu_supported() noexcept {
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
-  }();
-  return supported;
-}
-
 void conv(const ConvPlan& plan, const std::byte* x, std::byte* y) {
   const std::int64_t x_image = plan.C * plan.H * plan.x_pitch;
   const std::int64_t y_image = plan.M * plan.OH * plan.y_pitch;
@@ -1225,6 +1216,23 @@ bool maxpool_supported(const PoolGeom& g) noexcept {
 
 void maxpool_plane(const PoolGeom& g, const std::byte* x, std::byte* y) {
   maxpool_impl(g, reinterpret_cast<const std::uint8_t*>(x), reinterpret_cast<std::uint8_t*>(y));
+}
+
+Kernels avx512_kernels() noexcept {
+  Kernels k;
+  k.isa = SimIsa::Avx512;
+  k.conv = [](const ConvPlan& plan, const std::byte* x, std::byte* y) {
+    conv(plan, x, y);
+    return true;
+  };
+  k.matmul = &matmul;
+  k.add_run = &add_run;
+  k.add_rows = &add_rows;
+  k.sum_rows = &sum_rows;
+  k.copy_rows = &copy_rows;
+  k.maxpool_supported = &maxpool_supported;
+  k.maxpool_plane = &maxpool_plane;
+  return k;
 }
 
 }  // namespace furiosa::device::sim::fast

@@ -1,7 +1,16 @@
-// Private: the simulator's fast kernels (AVX-512 VNNI / VBMI), used by kernels.cpp when the
-// host CPU has them. Every function here computes exactly what the portable kernels in
-// kernels.cpp compute (bit-identical outputs); kernels.cpp validates the kernels and builds the
-// plans, this file only does arithmetic on already validated tensors.
+// Private: the simulator's fast kernels, used by kernels.cpp when the host CPU has them. Every
+// function here computes exactly what the portable kernels in kernels.cpp compute
+// (bit-identical outputs); kernels.cpp validates the kernels and builds the plans, the fast
+// kernels only do arithmetic on already validated tensors.
+//
+// ISA levels (device::SimIsa, lowest first): avx2, avx-vnni and avx512-vnni (one source,
+// fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and avx512
+// (fast_kernels.cpp: AVX-512 VNNI / VBMI). Each level is a table of function pointers
+// (Kernels); a level may leave entries null, which kernels_for() fills from the next lower level
+// that has them, and kernels.cpp runs the portable code where the entry is still null. The
+// plans (ConvPlan, MatMulPlan) are the same for every level, so a prepared program runs at any
+// level. The 256-bit levels keep the exactness: avx2 multiplies int16-widened operands with
+// vpmaddwd (fast_kernels_avx2_base.inc), and they requantize with the same operations.
 //
 // Integer arithmetic. vpdpbusd multiplies unsigned bytes by signed bytes and adds groups of 4
 // products to int32 lanes without saturation. Operands are moved into those domains exactly:
@@ -25,11 +34,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "furiosa/device/sim.h"
+
 namespace furiosa::device::sim::fast {
 
-/// True when the host CPU (and OS) supports the instructions the fast kernels use: AVX-512 F,
-/// BW, VL, VNNI and VBMI. Checked once.
-bool cpu_supported() noexcept;
+/// True when the host CPU (and OS) supports the instructions of level `isa` (Portable: always;
+/// Auto: false). Checked once per level.
+bool cpu_has(SimIsa isa) noexcept;
 
 /// Output channels per register tile of the convolution GEMM (weights are packed in blocks of
 /// this many rows).
@@ -138,5 +149,38 @@ struct PoolGeom {
 };
 bool maxpool_supported(const PoolGeom& g) noexcept;
 void maxpool_plane(const PoolGeom& g, const std::byte* x, std::byte* y);
+
+/// The kernels of one ISA level, with the signatures of the functions above (which are the
+/// avx512 level's). A null entry: the level lacks that kernel. `conv` returns false, having done
+/// nothing, for a plan whose shape the level does not handle (the caller runs it elsewhere).
+struct Kernels {
+  SimIsa isa = SimIsa::Portable;
+  bool (*conv)(const ConvPlan&, const std::byte*, std::byte*) = nullptr;
+  void (*matmul)(const MatMulPlan&, const std::byte*, std::byte*) = nullptr;
+  void (*add_run)(const AddParamsF&, const std::byte*, const std::byte*, std::byte*,
+                  std::int64_t) = nullptr;
+  void (*add_rows)(const AddParamsF&, const std::byte*, std::int64_t, const std::byte*,
+                   std::int64_t, std::byte*, std::int64_t, std::int64_t, std::int64_t,
+                   std::int64_t) = nullptr;
+  std::uint32_t (*sum_rows)(const std::byte*, std::int64_t, std::int64_t, std::int64_t,
+                            bool) = nullptr;
+  void (*copy_rows)(std::byte*, std::int64_t, const std::byte*, std::int64_t, std::int64_t,
+                    std::int64_t, std::int64_t, const std::uint8_t*) = nullptr;
+  bool (*maxpool_supported)(const PoolGeom&) noexcept = nullptr;  ///< with maxpool_plane
+  void (*maxpool_plane)(const PoolGeom&, const std::byte*, std::byte*) = nullptr;
+};
+
+/// The kernels of each level as implemented by its own file (entries it lacks are null).
+/// Only to be called through kernels_for(), which checks the CPU.
+Kernels avx512_kernels() noexcept;    // fast_kernels.cpp
+Kernels avx2_kernels() noexcept;      // fast_kernels_avx2.cpp
+Kernels avx_vnni_kernels() noexcept;  // fast_kernels_avx_vnni.cpp, the AVX-VNNI build
+Kernels avx512_vnni_kernels() noexcept;  // fast_kernels_avx512_vnni.cpp, the same with EVEX
+
+/// The kernels to run at level `isa`: its own, the entries it lacks taken from the next lower
+/// level that has them (still null where only the portable code has them). Auto: the highest
+/// level this CPU has. Null for Portable and for a level this CPU lacks. Built once; the
+/// pointer stays valid for the process.
+const Kernels* kernels_for(SimIsa isa) noexcept;
 
 }  // namespace furiosa::device::sim::fast

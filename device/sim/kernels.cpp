@@ -8,10 +8,11 @@
 // uint32 so that the wrap is well defined C++. Operands minus zero points are widened to int16
 // once per kernel so the inner loops are plain int16 x int16 -> int32 multiply-adds.
 //
-// Fast kernels. When the host CPU has AVX-512 VNNI and VBMI (fast::cpu_supported), Conv2d /
-// DepthwiseConv2d, MatMul, Add, MaxPool and the byte copies of the data-movement kernels run
-// the vectorized kernels of fast_kernels.cpp instead, with bit-identical results (the portable
-// code below stays the reference and the fallback; set_fast_kernels_enabled switches). Conv and
+// Fast kernels. At an ISA level above portable (FURIOSA_SIM_ISA, the CPU: fast::kernels_for),
+// Conv2d / DepthwiseConv2d, MatMul, Add, MaxPool and the byte copies of the data-movement
+// kernels run the level's vectorized kernels (fast_kernels.h) where it has them, with
+// bit-identical results (the portable code below stays the reference and the fallback;
+// set_fast_kernels_enabled and set_fast_kernels_level switch). Conv and
 // matmul weights are packed into the fast kernels' layout by a plan (fast::ConvPlan /
 // fast::MatMulPlan): once per program by prepare_program() when the simulator loads it, or per
 // call for kernels run without a PreparedProgram. An input that overlaps the kernel's output is
@@ -271,24 +272,32 @@ bool overlaps(const TensorRef& a, const TensorRef& b) {
 
 // Switch of the fast kernels (kernels.h: set_fast_kernels_enabled).
 std::atomic<bool> g_fast_enabled{true};
+// The level forced by set_fast_kernels_level (Auto: none, the environment's applies).
+std::atomic<SimIsa> g_forced_level{SimIsa::Auto};
 
-// FURIOSA_SIM_ISA, read once: false when it asks for the portable kernels. A value that does not
-// parse also keeps the portable kernels here; sim_config_from_environment reports it as an error.
-bool isa_environment_allows_fast() noexcept {
-  static const bool allows = [] {
+// The kernel table of FURIOSA_SIM_ISA's level, read once (null: portable). A value that does
+// not parse, or names a level this CPU lacks, keeps the portable kernels here;
+// sim_config_from_environment reports it as an error.
+const fast::Kernels* environment_kernels() noexcept {
+  static const fast::Kernels* const table = []() -> const fast::Kernels* {
     try {
-      return sim_isa_from_environment() != SimIsa::Portable;
+      return fast::kernels_for(sim_isa_from_environment());
     } catch (...) {
-      return false;
+      return nullptr;
     }
   }();
-  return allows;
+  return table;
 }
 
-bool use_fast() noexcept {
-  return g_fast_enabled.load(std::memory_order_relaxed) && isa_environment_allows_fast() &&
-         fast::cpu_supported();
+// The fast kernels in use now; null: the portable kernels only.
+const fast::Kernels* fast_kernels() noexcept {
+  if (!g_fast_enabled.load(std::memory_order_relaxed)) return nullptr;
+  const SimIsa forced = g_forced_level.load(std::memory_order_relaxed);
+  if (forced != SimIsa::Auto) return fast::kernels_for(forced);
+  return environment_kernels();
 }
+
+bool use_fast() noexcept { return fast_kernels() != nullptr; }
 
 // Where a fast kernel reads input `in` from: the region, or (when `in` overlaps the output
 // `out`, which is written while `in` is read) a per-thread copy of its bytes.
@@ -626,12 +635,13 @@ std::shared_ptr<const fast::ConvPlan> make_conv_plan(const ConvDesc& d) {
   return plan;
 }
 
-// Runs a fast convolution plan on the kernel's tensors.
-void conv2d_fast(const fast::ConvPlan& plan, const isa::Kernel& kernel,
+// Runs a fast convolution plan on the kernel's tensors with `fk`'s conv; false (nothing
+// written) when that level does not handle the plan's shape.
+bool conv2d_fast(const fast::Kernels& fk, const fast::ConvPlan& plan, const isa::Kernel& kernel,
                  std::span<std::byte> region) {
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  fast::conv(plan, fast_input(region, xref, yref), region.data() + yref.address);
+  return fk.conv(plan, fast_input(region, xref, yref), region.data() + yref.address);
 }
 
 // Per-kernel state prepared at program load (PreparedProgram).
@@ -644,12 +654,17 @@ struct KernelPlan {
 // LowLevelConv2d / LowLevelDepthwiseConv2d (QLinearConv).
 void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwise,
             const KernelPlan* prepared) {
-  if (prepared != nullptr && prepared->conv && use_fast()) {
-    return conv2d_fast(*prepared->conv, kernel, region);
+  const fast::Kernels* fk = fast_kernels();
+  bool try_fast = fk != nullptr && fk->conv != nullptr;
+  if (prepared != nullptr && prepared->conv && try_fast) {
+    if (conv2d_fast(*fk, *prepared->conv, kernel, region)) return;
+    try_fast = false;  // a new plan would be refused too
   }
   const ConvDesc d =
       validate_conv(kernel, depthwise, region.size(), Readable{region.data(), region.size()});
-  if (use_fast() && fast_conv_fits(d)) return conv2d_fast(*make_conv_plan(d), kernel, region);
+  if (try_fast && fast_conv_fits(d) && conv2d_fast(*fk, *make_conv_plan(d), kernel, region)) {
+    return;
+  }
   conv2d_generic(d, region, kernel);
 }
 
@@ -672,15 +687,17 @@ void maxpool(const isa::Kernel& kernel, std::span<std::byte> region) {
   const std::int64_t sh = p.strides[0], sw = p.strides[1];
   const std::int64_t dh = p.dilations[0], dw = p.dilations[1];
 
-  if (use_fast() && x.n > 0 && x.c > 0 && x.h > 0 && x.w > 0 && y.h > 0 && y.w > 0) {
+  const fast::Kernels* fk = fast_kernels();
+  if (fk != nullptr && fk->maxpool_plane != nullptr && x.n > 0 && x.c > 0 && x.h > 0 &&
+      x.w > 0 && y.h > 0 && y.w > 0) {
     const fast::PoolGeom g{x.h,         x.w, y.h, y.w, kH,      kW,      p.pads[0],
                            p.pads[1],   sh,  sw,  dh,  dw,      x.pitch, y.pitch,
                            x.is_signed()};
-    if (fast::maxpool_supported(g)) {
+    if (fk->maxpool_supported(g)) {
       const std::byte* xb = fast_input(region, kernel.inputs[0], kernel.outputs[0]);
       for (std::int64_t n = 0; n < x.n; ++n) {
         for (std::int64_t c = 0; c < x.c; ++c) {
-          fast::maxpool_plane(g, xb + (n * x.c + c) * x.h * x.pitch, y.row(n, c, 0));
+          fk->maxpool_plane(g, xb + (n * x.c + c) * x.h * x.pitch, y.row(n, c, 0));
         }
       }
       return;
@@ -908,21 +925,23 @@ std::shared_ptr<const fast::MatMulPlan> make_matmul_plan(const MatMulDesc& d,
   return plan;
 }
 
-void matmul_fast(const fast::MatMulPlan& plan, const isa::Kernel& kernel,
-                 std::span<std::byte> region) {
+void matmul_fast(const fast::Kernels& fk, const fast::MatMulPlan& plan,
+                 const isa::Kernel& kernel, std::span<std::byte> region) {
   const TensorRef& aref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  fast::matmul(plan, fast_input(region, aref, yref), region.data() + yref.address);
+  fk.matmul(plan, fast_input(region, aref, yref), region.data() + yref.address);
 }
 
 // LowLevelMatMul (QLinearMatMul with constant B, per-column quantization of B).
 void matmul(const isa::Kernel& kernel, std::span<std::byte> region, const KernelPlan* prepared) {
-  if (prepared != nullptr && prepared->matmul && use_fast()) {
-    return matmul_fast(*prepared->matmul, kernel, region);
+  const fast::Kernels* fk = fast_kernels();
+  const bool fast = fk != nullptr && fk->matmul != nullptr;
+  if (prepared != nullptr && prepared->matmul && fast) {
+    return matmul_fast(*fk, *prepared->matmul, kernel, region);
   }
   const MatMulDesc d = validate_matmul(kernel, region.size(), Readable{region.data(), region.size()});
-  if (use_fast() && fast_matmul_fits(d)) {
-    return matmul_fast(*make_matmul_plan(d, kernel), kernel, region);
+  if (fast && fast_matmul_fits(d)) {
+    return matmul_fast(*fk, *make_matmul_plan(d, kernel), kernel, region);
   }
   matmul_generic(d, kernel, region);
 }
@@ -1088,7 +1107,9 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
                                                            o.sa == o.sy)) &&
                                 (!overlaps(bref, yref) || (bref.address == yref.address &&
                                                            o.sb == o.sy));
-  const bool fast_add = use_fast() && o.sa.back() == 1 && o.sb.back() == 1 && o.sy.back() == 1 &&
+  const fast::Kernels* fk = fast_kernels();
+  const bool fast_add = fk != nullptr && fk->add_rows != nullptr && fk->add_run != nullptr &&
+                        o.sa.back() == 1 && o.sb.back() == 1 && o.sy.back() == 1 &&
                         same_or_disjoint;
   if (!fast_add) {
     return binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
@@ -1109,13 +1130,13 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
     if (even(o.sa) && even(o.sb) && even(o.sy)) {
       std::int64_t rows = 1;
       for (std::size_t d = 0; d < outer_rank; ++d) rows *= o.dims[d];
-      fast::add_rows(fast_params, o.a, o.sa[outer_rank - 1], o.b, o.sb[outer_rank - 1], o.y,
+      fk->add_rows(fast_params, o.a, o.sa[outer_rank - 1], o.b, o.sb[outer_rank - 1], o.y,
                      o.sy[outer_rank - 1], rows, inner, o.y_pad);
       return;
     }
   }
   for_each_binary_run(o, [&](const std::byte* pa, const std::byte* pb, std::byte* py) {
-    fast::add_run(fast_params, pa, pb, py, inner);
+    fk->add_run(fast_params, pa, pb, py, inner);
   });
 }
 
@@ -1308,7 +1329,9 @@ bool copy_block(std::byte* dst, const std::byte* src, Block b, std::size_t esize
   const std::size_t outer_rank = rank >= 2 ? rank - 2 : 0;
   // Byte runs go through the vectorized row copier; a run that is a whole destination row
   // (inner == rows.w, consecutive runs rows.pitch apart) also gets its padding zeroed there.
-  const bool fast_rows = esize == 1 && di == 1 && si == 1 && use_fast();
+  const fast::Kernels* fk = fast_kernels();
+  const bool fast_rows =
+      esize == 1 && di == 1 && si == 1 && fk != nullptr && fk->copy_rows != nullptr;
   const bool whole_rows =
       fast_rows && rows.pitch > rows.w && inner == rows.w && (mid == 1 || dm == rows.pitch);
   std::vector<std::int64_t> index(outer_rank, 0);
@@ -1319,7 +1342,7 @@ bool copy_block(std::byte* dst, const std::byte* src, Block b, std::size_t esize
       soff += index[d] * b.src_strides[d];
     }
     if (fast_rows) {
-      fast::copy_rows(dst + doff, dm, src + soff, sm, mid, inner,
+      fk->copy_rows(dst + doff, dm, src + soff, sm, mid, inner,
                       whole_rows ? rows.pitch - rows.w : 0, lut);
     } else {
       for (std::int64_t m = 0; m < mid; ++m) {
@@ -1942,13 +1965,14 @@ void global_average_pool(const isa::Kernel& kernel, std::span<std::byte> region)
   const bool x_signed = xref.dtype == DType::Int8;
   // sum(x - zp) = sum(x) - zp * H * W, in wrapping 32-bit arithmetic like the int32 adders (the
   // integer mean sums the raw values).
+  const fast::Kernels* fk = fast_kernels();
   const std::uint32_t zp_total =
       integer_mean ? 0u : static_cast<std::uint32_t>(p.x.zero_point) * static_cast<std::uint32_t>(H * W);
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t c = 0; c < C; ++c) {
       std::uint32_t acc = 0;
-      if (use_fast()) {
-        acc = fast::sum_rows(xptr + (n * xs[0] + c * xs[1]), xs[2], H, W, x_signed);
+      if (fk != nullptr && fk->sum_rows != nullptr) {
+        acc = fk->sum_rows(xptr + (n * xs[0] + c * xs[1]), xs[2], H, W, x_signed);
         store8(yptr + (n * ys[0] + c * ys[1]), result(static_cast<std::int32_t>(acc - zp_total)));
         continue;
       }
@@ -2038,7 +2062,9 @@ std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& progr
   auto prepared = std::make_shared<PreparedProgram>();
   prepared->dram_bytes = program.dram_bytes;
   prepared->plans.resize(program.kernels.size());
-  if (!use_fast()) return prepared;
+  // Plans are the same for every level: made when the level in use runs conv or matmul fast.
+  const fast::Kernels* fk = fast_kernels();
+  if (fk == nullptr || (fk->conv == nullptr && fk->matmul == nullptr)) return prepared;
   // Constant operands are packed from program.constants, which is what the region holds at
   // load. That stays true while nothing writes over them: no kernel output and no program input
   // (written by Load) may touch a packed operand's bytes, otherwise that kernel is left to be
@@ -2109,6 +2135,12 @@ void set_fast_kernels_enabled(bool enabled) noexcept {
 
 bool fast_kernels_active() noexcept { return use_fast(); }
 
+bool set_fast_kernels_level(SimIsa isa) noexcept {
+  if (isa != SimIsa::Auto && isa != SimIsa::Portable && !fast::cpu_has(isa)) return false;
+  g_forced_level.store(isa, std::memory_order_relaxed);
+  return true;
+}
+
 }  // namespace furiosa::device::sim
 
 namespace furiosa::device {
@@ -2117,17 +2149,33 @@ std::string_view sim_isa_name(SimIsa isa) noexcept {
   switch (isa) {
     case SimIsa::Auto: return "auto";
     case SimIsa::Portable: return "portable";
-    case SimIsa::Avx512VnniVbmi: return "avx512-vnni-vbmi";
+    case SimIsa::Avx2: return "avx2";
+    case SimIsa::AvxVnni: return "avx-vnni";
+    case SimIsa::Avx512Vnni: return "avx512-vnni";
+    case SimIsa::Avx512: return "avx512";
   }
   return "?";
 }
 
 SimIsa parse_sim_isa(std::string_view text) {
-  for (SimIsa isa : {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx512VnniVbmi}) {
+  for (SimIsa isa : {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni,
+                     SimIsa::Avx512Vnni, SimIsa::Avx512}) {
     if (text == sim_isa_name(isa)) return isa;
   }
-  throw Error(ErrorCode::InvalidArgument, fmt::format("'{}' is not a simulator ISA level (auto, portable, avx512-vnni-vbmi)",
-                                                     escape_text(text, 64)));
+  if (text == "avx512-vnni-vbmi") return SimIsa::Avx512;  // the name before the ladder
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("'{}' is not a simulator ISA level (auto, portable, avx2, avx-vnni, "
+                          "avx512-vnni, avx512)",
+                          escape_text(text, 64)));
+}
+
+std::vector<SimIsa> sim_cpu_isa_levels() {
+  std::vector<SimIsa> levels;
+  for (SimIsa isa :
+       {SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512}) {
+    if (sim::fast::cpu_has(isa)) levels.push_back(isa);
+  }
+  return levels;
 }
 
 SimIsa sim_isa_from_environment() {
@@ -2139,15 +2187,22 @@ SimIsa sim_isa_from_environment() {
   } catch (const Error& e) {
     throw Error(ErrorCode::InvalidArgument, fmt::format("FURIOSA_SIM_ISA: {}", e.message()));
   }
-  if (isa == SimIsa::Avx512VnniVbmi && !sim::fast::cpu_supported()) {
+  if (isa != SimIsa::Auto && !sim::fast::cpu_has(isa)) {
+    std::string has;
+    for (SimIsa level : sim_cpu_isa_levels()) {
+      has += has.empty() ? "" : ", ";
+      has += sim_isa_name(level);
+    }
     throw Error(ErrorCode::InvalidArgument,
-                "FURIOSA_SIM_ISA=avx512-vnni-vbmi: this CPU lacks AVX-512 F/BW/VL/VNNI/VBMI");
+                fmt::format("FURIOSA_SIM_ISA={}: this CPU lacks that level (it has: {})",
+                            sim_isa_name(isa), has));
   }
   return isa;
 }
 
 std::string_view sim_active_isa() noexcept {
-  return sim::fast_kernels_active() ? sim_isa_name(SimIsa::Avx512VnniVbmi) : sim_isa_name(SimIsa::Portable);
+  const sim::fast::Kernels* fk = sim::fast_kernels();
+  return sim_isa_name(fk != nullptr ? fk->isa : SimIsa::Portable);
 }
 
 }  // namespace furiosa::device

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "furiosa/device/isa.h"
+#include "furiosa/device/sim.h"
 
 namespace furiosa::device::sim {
 
@@ -56,10 +57,16 @@ void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
                 const PreparedProgram* prepared, std::size_t index);
 
 /// Test hook: with `false`, every kernel takes the portable path (the reference the fast
-/// kernels are checked against); with `true` (default), the fast kernels run when the CPU has
-/// AVX-512 VNNI + VBMI. Programs prepared while disabled keep no plans.
+/// kernels are checked against); with `true` (default), the fast kernels of the ISA level in use
+/// run (FURIOSA_SIM_ISA, or set_fast_kernels_level). Programs prepared while disabled keep no
+/// plans.
 void set_fast_kernels_enabled(bool enabled) noexcept;
-/// True when the fast kernels are enabled and supported by this CPU.
+/// Test and benchmark hook: runs the kernels at level `isa` from now on, in the whole process,
+/// instead of FURIOSA_SIM_ISA's (Auto: back to FURIOSA_SIM_ISA's). Returns false, changing
+/// nothing, for a level this CPU lacks. Plans are level-independent, so programs prepared
+/// before keep working.
+bool set_fast_kernels_level(SimIsa isa) noexcept;
+/// True when the fast kernels are enabled and the level in use is above portable.
 bool fast_kernels_active() noexcept;
 
 /// Cumulative statistics of one kernel kind (see set_kernel_stats_enabled).

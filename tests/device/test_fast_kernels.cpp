@@ -1,18 +1,22 @@
-// The simulator's fast kernels (device/sim/fast_kernels.cpp, AVX-512 VNNI) against
+// The simulator's fast kernels (device/sim/fast_kernels*.cpp, every ISA level) against
 // straightforward references written here, on randomized shapes and parameters: odd channel
 // counts, widths that are not multiples of 16 or 32, strides, dilations, padding, groups,
 // depthwise with channel multipliers, int8 and uint8 activations and weights, per-channel
 // non-zero weight zero points, biases, multipliers that saturate, both layouts.
 //
-// Every case runs three ways and must match the reference byte for byte (row padding of lowered
-// outputs included, which must be zero): run_kernel without preparation (packed per call), with
-// a PreparedProgram (packed once), and with the fast kernels disabled (the portable kernels).
-// On a CPU without AVX-512 VNNI/VBMI the first two take the portable path too.
+// Every case runs three ways at every ISA level this CPU has (avx2, avx-vnni, avx512-vnni,
+// avx512: each forced in turn) and must match the reference byte for byte (row padding of
+// lowered outputs included, which must be zero): run_kernel without preparation (packed per
+// call), with a PreparedProgram (packed once), and with the fast kernels disabled (the
+// portable kernels). A CPU without any fast level runs the portable kernels three times. Under
+// qemu-x86_64 -cpu Haswell (tests/device/CMakeLists.txt) the avx2 level is the only one.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include "device_test_util.h"
@@ -25,10 +29,20 @@ using isa::Layout;
 
 namespace {
 
-// Restores the fast-kernel switch at scope exit.
+// Restores the fast-kernel switch and level at scope exit.
 struct FastSwitch {
-  ~FastSwitch() { sim::set_fast_kernels_enabled(true); }
+  ~FastSwitch() {
+    sim::set_fast_kernels_enabled(true);
+    sim::set_fast_kernels_level(SimIsa::Auto);
+  }
 };
+
+// The fast levels this CPU has, lowest first (none: the portable kernels only).
+std::vector<SimIsa> fast_levels() {
+  std::vector<SimIsa> levels = sim_cpu_isa_levels();
+  levels.erase(std::remove(levels.begin(), levels.end(), SimIsa::Portable), levels.end());
+  return levels;
+}
 
 std::int32_t value_of(const std::byte* p, DType dtype) {
   const auto u = std::to_integer<std::uint8_t>(*p);
@@ -70,22 +84,27 @@ void check_three_ways(const isa::Program& prog, const std::vector<std::byte>& re
                                   r.begin() + static_cast<std::ptrdiff_t>(out.address +
                                                                           out.size_bytes()));
   };
-  {
-    auto r = region;
-    sim::run_kernel(prog.kernels[0], r);
-    INFO("unprepared (fast kernels " << (sim::fast_kernels_active() ? "on" : "unsupported") << ")");
-    CHECK(slice(r) == expected);
+  for (SimIsa level : fast_levels()) {
+    REQUIRE(sim::set_fast_kernels_level(level));
+    INFO("level " << sim_active_isa());
+    {
+      auto r = region;
+      sim::run_kernel(prog.kernels[0], r);
+      INFO("unprepared");
+      CHECK(slice(r) == expected);
+    }
+    {
+      auto prepared = sim::prepare_program(prog);
+      auto r = region;
+      sim::run_kernel(prog.kernels[0], r, prepared.get(), 0);
+      INFO("prepared");
+      CHECK(slice(r) == expected);
+      r = region;  // a second run reuses the packed weights and the scratch buffers
+      sim::run_kernel(prog.kernels[0], r, prepared.get(), 0);
+      CHECK(slice(r) == expected);
+    }
   }
-  {
-    auto prepared = sim::prepare_program(prog);
-    auto r = region;
-    sim::run_kernel(prog.kernels[0], r, prepared.get(), 0);
-    INFO("prepared");
-    CHECK(slice(r) == expected);
-    r = region;  // a second run reuses the packed weights and the scratch buffers
-    sim::run_kernel(prog.kernels[0], r, prepared.get(), 0);
-    CHECK(slice(r) == expected);
-  }
+  sim::set_fast_kernels_level(SimIsa::Auto);
   {
     sim::set_fast_kernels_enabled(false);
     auto r = region;
@@ -286,6 +305,11 @@ TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][co
       {1, 19, 33, 33, 19, 3, 3, 19, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
       {1, 11, 66, 66, 11, 3, 3, 11, {1, 1, 1, 1}, {2, 2}, {1, 1}, I8, I8, I8, L, L, true, true, true, 1.0f},
       {1, 7, 17, 130, 7, 3, 3, 7, {0, 1, 2, 1}, {1, 2}, {2, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+      // depthwise the 256-bit levels refuse (3 sw + 3 dw > 15: their taps of 4 outputs do not
+      // fit 16 bytes), so the prepared and unprepared runs fall back to the portable kernel
+      {1, 4, 9, 40, 4, 3, 3, 4, {1, 1, 1, 1}, {1, 3}, {1, 3}, U8, I8, U8, L, L, true, true, true, 1.0f},
+      // depthwise rows of more than 128 outputs (byte counts past a signed char)
+      {1, 3, 6, 150, 3, 3, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, false, true, true, 1.0f},
       // narrow depthwise (OW <= 8: two output rows per vector): 7 x 7 like MobileNetV2's last
       // stages, 11 rows (two groups of 8, an odd last row) with a depth multiplier of 2,
       // kernel width 2 at OW 8; weight zero points on
@@ -387,6 +411,37 @@ TEST_CASE("Prepared programs run concurrently on several threads", "[device][ker
   }
   for (auto& t : threads) t.join();
   for (const auto& r : results) CHECK(r == reference);
+}
+
+TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels][fast][isa]") {
+  CHECK(parse_sim_isa("avx2") == SimIsa::Avx2);
+  CHECK(parse_sim_isa("avx-vnni") == SimIsa::AvxVnni);
+  CHECK(parse_sim_isa("avx512-vnni") == SimIsa::Avx512Vnni);
+  CHECK(parse_sim_isa("avx512") == SimIsa::Avx512);
+  CHECK(parse_sim_isa("avx512-vnni-vbmi") == SimIsa::Avx512);  // the older name
+  CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("avx2, avx-vnni, avx512-vnni, avx512"));
+  const std::vector<SimIsa> levels = sim_cpu_isa_levels();
+  REQUIRE(!levels.empty());
+  CHECK(levels.front() == SimIsa::Portable);
+  CHECK(std::is_sorted(levels.begin(), levels.end()));
+  FastSwitch restore;
+  for (SimIsa level : levels) {
+    REQUIRE(sim::set_fast_kernels_level(level));
+    CHECK(sim_active_isa() == sim_isa_name(level));
+  }
+  for (SimIsa level : {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512}) {
+    if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
+      CHECK_FALSE(sim::set_fast_kernels_level(level));  // refused, level unchanged
+    }
+  }
+  // What this process runs without a forced level (FURIOSA_SIM_ISA, else the best level).
+  sim::set_fast_kernels_level(SimIsa::Auto);
+  const SimIsa env = sim_isa_from_environment();
+  CHECK(sim_active_isa() == sim_isa_name(env == SimIsa::Auto ? levels.back() : env));
+  // FURIOSA_SIM_ISA_EXPECT (set by the qemu test) names the level auto must pick.
+  if (const char* expect = std::getenv("FURIOSA_SIM_ISA_EXPECT")) {
+    CHECK(sim_active_isa() == std::string_view(expect));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

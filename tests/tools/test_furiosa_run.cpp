@@ -5,13 +5,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "furiosa/compiler/onnx_import.h"
+#include "furiosa/device/sim.h"
 #include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"
 
@@ -26,10 +30,12 @@ struct Result {
   std::string err;  // stderr
 };
 
-// Runs furiosa-run with `args` (shell-quoted by the caller), capturing stdout and stderr.
-Result furiosa_run(const std::string& args, const fs::path& dir) {
+// Runs furiosa-run with `args` (shell-quoted by the caller), capturing stdout and stderr;
+// `env` prefixes the command ("NAME=value ").
+Result furiosa_run(const std::string& args, const fs::path& dir, const std::string& env = "") {
   const fs::path err = dir / "stderr.txt";
-  const std::string cmd = fmt::format("'{}' {} 2>'{}'", FURIOSA_RUN_BINARY, args, err.string());
+  const std::string cmd =
+      fmt::format("{}'{}' {} 2>'{}'", env, FURIOSA_RUN_BINARY, args, err.string());
   Result r;
   const test::CommandResult c = test::run_command(cmd);
   r.exit_code = c.exit_code;
@@ -65,6 +71,48 @@ TEST_CASE("furiosa-run runs mnist-12-int8 and writes outputs and a trace", "[too
   std::ifstream f(tmp / "trace.json");
   const auto j = nlohmann::json::parse(f);
   CHECK(j["traceEvents"].size() > 10);
+}
+
+TEST_CASE("furiosa-run gives the same output bytes at every kernel ISA level this CPU has",
+          "[tools][model][isa]") {
+  // The project's default model and two zoo models with random inputs (same seed), run with
+  // FURIOSA_SIM_ISA forcing each level (portable, avx2, avx-vnni, avx512 where present): the
+  // outputs must be the portable kernels' bytes.
+  const test::TempDir scratch("run-isa-test");
+  const fs::path& tmp = scratch.path();
+  const std::vector<fs::path> models = {
+      fs::path(FURIOSA_MODELS_DIR) / "fashion_mnist_int8.onnx",
+      test::shared_model("onnx-zoo/mobilenetv2-12-int8") / "mobilenetv2-12-int8.onnx",
+      test::shared_model("onnx-zoo/shufflenet-v2-12-int8") / "shufflenet-v2-12-int8.onnx"};
+  const std::vector<device::SimIsa> levels = device::sim_cpu_isa_levels();
+  REQUIRE(levels.front() == device::SimIsa::Portable);
+  for (std::size_t m = 0; m < models.size(); ++m) {
+    std::vector<std::string> reference;  // the portable run's output files' bytes
+    for (device::SimIsa level : levels) {
+      const std::string name(device::sim_isa_name(level));
+      const fs::path out = tmp / fmt::format("{}-{}", m, name);
+      const auto r = furiosa_run(fmt::format("'{}' --seed 11 --sim-pacing off --output-dir '{}'",
+                                             models[m].string(), out.string()),
+                                 tmp, fmt::format("FURIOSA_SIM_ISA={} ", name));
+      INFO(models[m].filename().string() << " at " << name << ": " << r.out << r.err);
+      REQUIRE(r.exit_code == 0);
+      CHECK_THAT(r.out, Catch::Contains(fmt::format("kernels {})", name)));
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path());
+      std::sort(files.begin(), files.end());
+      REQUIRE(!files.empty());
+      std::vector<std::string> bytes;
+      for (const auto& f : files) {
+        std::ifstream in(f, std::ios::binary);
+        bytes.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
+      if (level == device::SimIsa::Portable) {
+        reference = bytes;
+      } else {
+        CHECK(bytes == reference);
+      }
+    }
+  }
 }
 
 TEST_CASE("furiosa-run takes the compiler's knobs: a uint8 NHWC input, uint8 pixel outputs", "[tools][model][knobs]") {

@@ -1,0 +1,116 @@
+// The ISA ladder of the fast kernels: which levels the CPU has, and the kernel table of each
+// level with the entries it lacks filled from the next lower level (fast_kernels.h).
+#include <cpuid.h>
+
+#include <array>
+
+#include "fast_kernels.h"
+
+namespace furiosa::device::sim::fast {
+
+namespace {
+
+// The fast levels, lowest first (Portable and Auto are not tables).
+constexpr std::array<SimIsa, 4> kLadder = {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni,
+                                           SimIsa::Avx512};
+
+// AVX-VNNI: CPUID leaf 7, subleaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports does not
+// know "avxvnni"). The OS's saving of the YMM state is what the avx2 check already covers.
+bool cpu_avx_vnni() noexcept {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (eax & (1u << 4)) != 0;
+}
+
+bool detect(SimIsa isa) noexcept {
+  __builtin_cpu_init();
+  // __builtin_cpu_supports also checks that the OS saves the YMM / ZMM state (XCR0).
+  const bool avx2 = __builtin_cpu_supports("avx2");
+  switch (isa) {
+    case SimIsa::Portable: return true;
+    case SimIsa::Avx2: return avx2;
+    case SimIsa::AvxVnni: return avx2 && cpu_avx_vnni();
+    case SimIsa::Avx512Vnni:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    case SimIsa::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+    case SimIsa::Auto: return false;
+  }
+  return false;
+}
+
+Kernels own_kernels(SimIsa isa) noexcept {
+  switch (isa) {
+    case SimIsa::Avx2: return avx2_kernels();
+    case SimIsa::AvxVnni: return avx_vnni_kernels();
+    case SimIsa::Avx512Vnni: return avx512_vnni_kernels();
+    case SimIsa::Avx512: return avx512_kernels();
+    default: return {};
+  }
+}
+
+// Fills the null entries of `k` from `lower`.
+void fill(Kernels& k, const Kernels& lower) {
+  if (k.conv == nullptr) k.conv = lower.conv;
+  if (k.matmul == nullptr) k.matmul = lower.matmul;
+  if (k.add_run == nullptr) k.add_run = lower.add_run;
+  if (k.add_rows == nullptr) k.add_rows = lower.add_rows;
+  if (k.sum_rows == nullptr) k.sum_rows = lower.sum_rows;
+  if (k.copy_rows == nullptr) k.copy_rows = lower.copy_rows;
+  if (k.maxpool_plane == nullptr) {
+    k.maxpool_supported = lower.maxpool_supported;
+    k.maxpool_plane = lower.maxpool_plane;
+  }
+}
+
+struct Tables {
+  std::array<bool, kLadder.size()> has{};
+  std::array<Kernels, kLadder.size()> kernels{};
+  int best = -1;  // index of the highest level the CPU has
+};
+
+const Tables& tables() noexcept {
+  static const Tables t = [] {
+    Tables r;
+    for (std::size_t i = 0; i < kLadder.size(); ++i) {
+      r.has[i] = detect(kLadder[i]);
+      if (!r.has[i]) continue;
+      r.kernels[i] = own_kernels(kLadder[i]);
+      // Entries come from the lower levels this CPU has (a Cascade Lake has avx512-vnni and
+      // avx2 but not avx-vnni).
+      for (std::size_t j = i; j-- > 0;) {
+        if (r.has[j]) fill(r.kernels[i], own_kernels(kLadder[j]));
+      }
+      r.best = static_cast<int>(i);
+    }
+    return r;
+  }();
+  return t;
+}
+
+}  // namespace
+
+bool cpu_has(SimIsa isa) noexcept {
+  if (isa == SimIsa::Portable) return true;
+  const Tables& t = tables();
+  for (std::size_t i = 0; i < kLadder.size(); ++i) {
+    if (kLadder[i] == isa) return t.has[i];
+  }
+  return false;
+}
+
+const Kernels* kernels_for(SimIsa isa) noexcept {
+  const Tables& t = tables();
+  if (isa == SimIsa::Auto) {
+    return t.best < 0 ? nullptr : &t.kernels[static_cast<std::size_t>(t.best)];
+  }
+  for (std::size_t i = 0; i < kLadder.size(); ++i) {
+    if (kLadder[i] == isa) return t.has[i] ? &t.kernels[i] : nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace furiosa::device::sim::fast
