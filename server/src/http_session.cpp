@@ -34,6 +34,7 @@
 #include "furiosa/core/error.h"
 #include "furiosa/core/text.h"
 #include "furiosa/server/v2_protocol.h"
+#include "introspection.h"
 #include "server_impl.h"
 
 namespace furiosa::server {
@@ -283,6 +284,14 @@ class Session : public std::enable_shared_from_this<Session> {
       if (path[2] == "live") return reply(http::status::ok, "");
       if (path[2] == "ready") return reply(http::status::ok, "");
     }
+    // Triton's introspection extensions (introspection.h).
+    if (path.size() == 3 && path[1] == "repository" && path[2] == "index" &&
+        method == http::verb::post) {
+      return reply(http::status::ok, repository_index_json(server_->all_models()));
+    }
+    if (path.size() == 3 && path[1] == "models" && path[2] == "stats" && get) {
+      return reply(http::status::ok, model_stats_json(server_->all_models()));
+    }
     if (path.size() >= 3 && path[1] == "models") {
       ModelService* model = server_->find(path[2]);
       if (model == nullptr) {
@@ -308,12 +317,16 @@ class Session : public std::enable_shared_from_this<Session> {
         return reply(http::status::ok, "");
       if (path.size() == rest + 1 && path[rest] == "infer" && method == http::verb::post)
         return infer(*model);
+      if (path.size() == rest + 1 && path[rest] == "stats" && get)
+        return reply(http::status::ok, model_stats_json({model}));
+      if (path.size() == rest + 1 && path[rest] == "config" && get)
+        return reply(http::status::ok, model_config_json(*model));
     }
     reply(http::status::not_found, error_json("no such endpoint"));
   }
 
   static std::string nlohmann_server_metadata() {
-    return R"({"name":"furiosa-serve","version":"0.1.0","extensions":["binary_tensor_data"]})";
+    return R"({"name":"furiosa-serve","version":"0.1.0","extensions":["binary_tensor_data","model_repository","statistics","model_configuration"]})";
   }
 
   void infer(ModelService& model) {

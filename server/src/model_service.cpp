@@ -28,6 +28,11 @@ prometheus::Histogram::BucketBoundaries batch_buckets() { return {1, 2, 4, 8, 16
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+std::uint64_t ns_since(Clock::time_point t) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
+  return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+}
+
 }  // namespace
 
 ServiceMetrics::ServiceMetrics(prometheus::Registry& registry)
@@ -203,12 +208,20 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
   Completion finish = [this, admitted, done = std::move(done)](std::vector<Tensor> outputs, std::exception_ptr error) {
     inflight_gauge_->Decrement();
     latency_->Observe(seconds_since(admitted));
+    const std::uint64_t took = ns_since(admitted);
     if (error) {
       failed_->Increment();
       count_failure(status_of(error));
+      fail_ns_.fetch_add(took);
+      fail_count_.fetch_add(1);
     } else {
       succeeded_->Increment();
+      success_ns_.fetch_add(took);
+      success_count_.fetch_add(1);
     }
+    last_inference_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
     release_admission();
     done(std::move(outputs), error);
   };
@@ -225,12 +238,21 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
     return;
   }
   queue_time_->Observe(seconds_since(admitted));
+  count_queue(admitted);
   batch_size_->Observe(1);
   runtime::StartOptions checked;
   checked.inputs_checked = true;         // by the front end's decoder, against model()
   checked.first_stage_on_caller = true;  // this front-end thread would only hand it on
+  const auto started = Clock::now();
   try {
-    runner_->start(std::move(inputs), std::move(finish), checked);
+    runner_->start(
+        std::move(inputs),
+        [this, started, finish = std::move(finish)](std::vector<Tensor> outputs,
+                                                    std::exception_ptr error) {
+          count_execution(started, 1);
+          finish(std::move(outputs), error);
+        },
+        checked);
   } catch (...) {
     // Not started: the completion will never run, so the caller answers.
     inflight_gauge_->Decrement();
@@ -265,12 +287,18 @@ void ModelService::submit_now(std::vector<BatchItem>& group) {
     inputs.push_back(std::move(t));
   }
   batch_size_->Observe(static_cast<double>(group.size()));
-  for (const auto& item : group) queue_time_->Observe(seconds_since(item.admitted));
+  for (const auto& item : group) {
+    queue_time_->Observe(seconds_since(item.admitted));
+    count_queue(item.admitted);
+  }
   // The group's completions move into the callback, which splits each output's rows back to the
   // requests (padding rows dropped); a failed execution fails every request of the group. The
   // group's slot is given back first, so the batcher may start the next group.
   auto items = std::make_shared<std::vector<BatchItem>>(std::move(group));
-  auto split = [this, items, batch](std::vector<Tensor> outputs, std::exception_ptr error) {
+  const auto started = Clock::now();
+  auto split = [this, items, batch, started](std::vector<Tensor> outputs,
+                                             std::exception_ptr error) {
+    count_execution(started, items->size());
     groups_in_flight_.fetch_sub(1);
     batcher_->slot_freed();
     std::vector<std::vector<Tensor>> per_request(items->size());
@@ -304,6 +332,32 @@ void ModelService::submit_now(std::vector<BatchItem>& group) {
     const auto error = std::current_exception();
     for (auto& item : *items) item.done({}, error);
   }
+}
+
+void ModelService::count_execution(Clock::time_point started, std::size_t rows) {
+  compute_ns_.fetch_add(ns_since(started));
+  execution_count_.fetch_add(1);
+  inference_count_.fetch_add(rows);
+}
+
+void ModelService::count_queue(Clock::time_point admitted) {
+  queue_ns_.fetch_add(ns_since(admitted));
+  queue_count_.fetch_add(1);
+}
+
+ModelStats ModelService::stats() const {
+  ModelStats s;
+  s.success_count = success_count_.load();
+  s.success_ns = success_ns_.load();
+  s.fail_count = fail_count_.load();
+  s.fail_ns = fail_ns_.load();
+  s.queue_count = queue_count_.load();
+  s.queue_ns = queue_ns_.load();
+  s.execution_count = execution_count_.load();
+  s.compute_ns = compute_ns_.load();
+  s.inference_count = inference_count_.load();
+  s.last_inference_ms = last_inference_ms_.load();
+  return s;
 }
 
 void ModelService::update_device_metrics() {

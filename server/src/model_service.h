@@ -48,6 +48,22 @@ struct ServiceMetrics {
 
 /// One served model. Thread-safe: infer() from any thread; completions run on a runtime worker
 /// (or the batcher's thread, for requests that expire there).
+/// Cumulative figures of one model since it was loaded (Triton's statistics extension, served
+/// as GET /v2/models/NAME/stats): counts and nanoseconds.
+struct ModelStats {
+  std::uint64_t success_count = 0, success_ns = 0;  ///< answered requests: admission to answer
+  std::uint64_t fail_count = 0, fail_ns = 0;        ///< requests answered with an error
+  std::uint64_t queue_count = 0, queue_ns = 0;  ///< admission to the start of the runtime request
+  /// Runtime requests (one per request, or per batched group) and their time from start to
+  /// completion: host pre/post stages and the device, which Triton splits into compute_input,
+  /// compute_infer and compute_output.
+  std::uint64_t execution_count = 0, compute_ns = 0;
+  std::uint64_t inference_count =
+      0;  ///< requests carried by those executions (rows, padding not counted)
+  std::int64_t last_inference_ms =
+      0;  ///< wall clock (ms since the Unix epoch) of the last answer; 0 = none
+};
+
 class ModelService {
  public:
   /// Compiles the model and opens its device (runtime::create_runner); with dynamic batching it is
@@ -75,6 +91,9 @@ class ModelService {
   void infer(std::vector<Tensor> inputs, Deadline deadline, Completion done);
   /// Counts a request answered with an error before it reached infer() (e.g. a decode error).
   void count_failure(ServeStatus status);
+  /// The model's cumulative figures (GET /v2/models/NAME/stats). Thread-safe; each field is
+  /// read on its own, so a request finishing meanwhile may show in one field and not another.
+  ModelStats stats() const;
   /// Refreshes furiosa_npu_executions_total, furiosa_npu_busy_seconds_total and
   /// furiosa_host_operator_seconds_total from the runtime's counters (Runner::device_health,
   /// host_operator_ns). Thread-safe.
@@ -110,6 +129,15 @@ class ModelService {
   /// Dynamic batching: groups started and not yet completed, and how many may be at once (the
   /// batcher holds the next group while they are all busy).
   std::atomic<int> groups_in_flight_{0};
+  /// ModelStats' fields (atomics: updated from the runtime's workers and the front ends).
+  std::atomic<std::uint64_t> success_count_{0}, success_ns_{0}, fail_count_{0}, fail_ns_{0};
+  std::atomic<std::uint64_t> queue_count_{0}, queue_ns_{0}, execution_count_{0}, compute_ns_{0};
+  std::atomic<std::uint64_t> inference_count_{0};
+  std::atomic<std::int64_t> last_inference_ms_{0};
+  /// Counts one runtime request of `rows` requests started at `started`, now complete.
+  void count_execution(Clock::time_point started, std::size_t rows);
+  /// Counts a request's wait from admission until its runtime request started.
+  void count_queue(Clock::time_point admitted);
   int group_slots_ = 1;
   std::unique_ptr<Batcher> batcher_;
   /// Admitted and not yet answered (the max_inflight limit; close() waits for 0).

@@ -43,6 +43,12 @@ ModelService* InferenceServer::Impl::find(const std::string& name) {
   return it == models.end() ? nullptr : it->second.get();
 }
 
+std::vector<const ModelService*> InferenceServer::Impl::all_models() const {
+  std::vector<const ModelService*> out;
+  for (const auto& [name, model] : models) out.push_back(model.get());
+  return out;
+}
+
 std::string InferenceServer::Impl::collect_metrics() {
   for (auto& [name, model] : models) model->update_device_metrics();
   http_metrics.buffered.Set(static_cast<double>(buffered_bytes.load()));

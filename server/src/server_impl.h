@@ -71,6 +71,8 @@ struct InferenceServer::Impl {
   void drain_then_stop(std::chrono::steady_clock::time_point give_up);
   void teardown();
   ModelService* find(const std::string& name);
+  /// Every model served, in name order.
+  std::vector<const ModelService*> all_models() const;
   std::string collect_metrics();
 };
 

@@ -214,6 +214,37 @@ def test_models_without_config_share_the_default_device(references, tmp_path):
         assert s.stop() == 0, s.output()
 
 
+def test_triton_introspection_extensions(server, references):
+    """Triton's read-only extensions: the repository index lists both models READY; a model's
+    config shows what the server applies; its statistics count the requests this test sends
+    (success and failure, each with time), and the all-models form lists both."""
+    index = requests.post(server.url + "/v2/repository/index", json={})
+    assert index.status_code == 200, index.text
+    assert {(m["name"], m["version"], m["state"]) for m in index.json()} == {("mnist", "1", "READY"),
+                                                                            ("mobilenet", "1", "READY")}
+    config = requests.get(server.url + "/v2/models/mnist/config").json()
+    assert config["device"] == "npu0pe0" and config["worker_num"] == 2 and config["max_batch_size"] == 0
+    assert config["input"][0]["name"] == "Input3" and config["input"][0]["dims"] == [1, 1, 28, 28]
+    before = requests.get(server.url + "/v2/models/mnist/stats").json()["model_stats"][0]
+    x, _ = references[MNIST]
+    for _ in range(3):
+        assert binary_infer(server.url, "mnist", "Input3", x).status_code == 200
+    after = requests.get(server.url + "/v2/models/mnist/versions/1/stats").json()["model_stats"][0]
+    s0, s1 = before["inference_stats"], after["inference_stats"]
+    assert after["name"] == "mnist" and after["version"] == "1"
+    assert s1["success"]["count"] == s0["success"]["count"] + 3
+    assert s1["success"]["ns"] > s0["success"]["ns"]
+    assert s1["queue"]["count"] == s0["queue"]["count"] + 3
+    assert after["execution_count"] == before["execution_count"] + 3
+    assert s1["compute_infer"]["count"] == after["execution_count"]
+    assert s1["compute_infer"]["ns"] > s0["compute_infer"]["ns"]
+    assert after["last_inference"] >= before["last_inference"] and after["last_inference"] > 0
+    every = requests.get(server.url + "/v2/models/stats").json()["model_stats"]
+    assert [m["name"] for m in every] == ["mnist", "mobilenet"]
+    meta = requests.get(server.url + "/v2").json()
+    assert {"model_repository", "statistics", "model_configuration"} <= set(meta["extensions"])
+
+
 def test_metrics_are_prometheus_text(server, references):
     x, _ = references[MNIST]
     for _ in range(3):

@@ -1,0 +1,32 @@
+// Private: the JSON bodies of Triton's introspection extensions of the v2 protocol, over the
+// models a server serves: the repository index, model statistics and model configuration.
+// Protocol text: Triton's docs/protocol/extension_model_repository.md and
+// extension_statistics.md (the server implements the read-only parts, over HTTP).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model_service.h"
+
+namespace furiosa::server {
+
+/// POST /v2/repository/index: [{"name", "version", "state": "READY"}] for each model served, in
+/// name order (every model of the repository is loaded at start; none is unavailable).
+std::string repository_index_json(const std::vector<const ModelService*>& models);
+
+/// GET /v2/models[/NAME[/versions/V]]/stats: {"model_stats": [...]} with, per model, name,
+/// version, last_inference (ms since the epoch), inference_count (requests executed),
+/// execution_count (runtime requests: groups when batching) and inference_stats {success,
+/// fail, queue, compute_input, compute_infer, compute_output} each {"count", "ns"}. The
+/// runtime request's whole time (host stages and device) is compute_infer; compute_input and
+/// compute_output stay 0 (the host Quantize/Lower and Unlower/Dequantize stages run inside it).
+std::string model_stats_json(const std::vector<const ModelService*>& models);
+
+/// GET /v2/models/NAME[/versions/V]/config: the model's serving configuration as the server
+/// applies it: name, platform, versions, device, worker_num, batch_size, max_inflight,
+/// max_batch_size (0 without dynamic batching, as Triton), dynamic_batching {max_queue_delay_us,
+/// preferred_batch_size}, input and output tensors (name, datatype, dims as a request sees them).
+std::string model_config_json(const ModelService& model);
+
+}  // namespace furiosa::server
