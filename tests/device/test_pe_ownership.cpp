@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "device_test_util.h"
+#include "furiosa/device/device_spec.h"
 #include "test_support.h"
 
 extern char** environ;
@@ -108,6 +109,30 @@ TEST_CASE("a PE held by another process is DeviceBusy naming its pid until that 
   {
     Holder again(dir, "npu0pe0-1");
     CHECK(driver->enumerate().at(0).pe_holder_pid[1] == again.pid);
+  }
+}
+
+TEST_CASE("every attempt on a PE another process holds names the holder's pid",
+          "[device][sim][ownership]") {
+  const furiosa::test::TempDir lock_dir("busy-pid-test");  // removed even when a check fails
+  const std::string dir = lock_dir.string();
+  SimConfig config = fast_config();
+  config.lock_dir = dir;
+  Holder child(dir, "npu0pe0");  // holds the PE once it says "ready"
+  const std::string pid = "process " + std::to_string(child.pid);
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    INFO("attempt " << attempt);
+    auto driver = create_sim_driver(config);  // a new driver each time, as a new process has
+    // The runtime's way in: the spec is resolved against enumerate(), which sees the holder...
+    const std::string spec_message = error_message(
+        [&] { resolve_device_spec(parse_device_spec("npu0pe0"), driver->enumerate()); }, ErrorCode::DeviceBusy);
+    CHECK_THAT(spec_message, Catch::Contains("its cores npu0pe0 are held by " + pid));
+    const std::string any_message = error_message(
+        [&] { resolve_device_spec(parse_device_spec("warboy(2)*1"), driver->enumerate()); }, ErrorCode::DeviceBusy);
+    CHECK_THAT(any_message, Catch::Contains("held cores: npu0pe0 (" + pid + ")"));
+    // ...and an open that raced past enumerate() is refused by the lock itself.
+    CHECK_THAT(error_message([&] { driver->open(DeviceFile::parse("npu0pe0")); }, ErrorCode::DeviceBusy),
+               Catch::Contains("npu0pe0 is held by " + pid));
   }
 }
 
