@@ -2,6 +2,7 @@
 // bad input giving one clear line on stderr with a non-zero exit code.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,7 +140,18 @@ TEST_CASE("furiosa-run reports bad input on one line with a non-zero exit code",
       {"unknown input name", fmt::format("'{}' --input 'image={}'", model, (tmp / "small.npy").string()),
        "no input named 'image'"},
       {"bad device", fmt::format("'{}' --devices npu7pe0", model), "npu7pe0"},
+      // Special files: refused at once by name, never opened blocking (a FIFO with no writer
+      // would hang) nor read forever (/dev/zero).
+      {"FIFO model", fmt::format("'{}'", (tmp / "fifo.onnx").string()),
+       fmt::format("model file '{}' is not a regular file (a FIFO)", (tmp / "fifo.onnx").string())},
+      {"FIFO program", fmt::format("'{}'", (tmp / "fifo.enf").string()), "fifo.enf' is not a regular file"},
+      {"FIFO input", fmt::format("'{}' --input 'Input3={}'", model, (tmp / "fifo.npy").string()),
+       fmt::format("input file '{}' is not a regular file (a FIFO)", (tmp / "fifo.npy").string())},
+      {"/dev/zero input", fmt::format("'{}' --input 'Input3={}'", model, (tmp / "zero.npy").string()),
+       "zero.npy' is not a regular file (a character device)"},
   };
+  for (const char* fifo : {"fifo.onnx", "fifo.enf", "fifo.npy"}) REQUIRE(::mkfifo((tmp / fifo).c_str(), 0600) == 0);
+  fs::create_symlink("/dev/zero", tmp / "zero.npy");
   for (const auto& c : cases) {
     const auto r = furiosa_run(c.args, tmp);
     INFO(c.what << "\nstderr: " << r.err);
