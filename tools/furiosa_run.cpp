@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "furiosa/core/text.h"
 #include "furiosa/device/backends.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/report.h"
@@ -368,7 +369,7 @@ int run(Args a) {
       inputs.push_back(std::move(it->second));
     } else {
       inputs.push_back(tools::random_tensor(d, rng));
-      fmt::print("input {} generated from seed {}\n", d.name, a.seed);
+      fmt::print("input {} generated from seed {}\n", escape_text(d.name), a.seed);
     }
   }
   auto outputs = runner->run(inputs);
