@@ -125,3 +125,20 @@ TEST_CASE("the file name itself is escaped when it is added", "[compiler][errors
     CHECK(e.file() == path);
   }
 }
+
+TEST_CASE("QLinearConv with both auto_pad and pads is refused (ONNX: pads only with NOTSET)", "[compiler][errors]") {
+  const test::TempDir dir("auto-pad");
+  onnx::ModelProto m = mnist();
+  auto& conv = node_of(m, "QLinearConv");
+  bool same = false;
+  for (const auto& attr : conv.attribute()) same = same || (attr.name() == "auto_pad" && attr.s() == "SAME_UPPER");
+  REQUIRE(same);  // mnist-12-int8's convolutions pad with auto_pad
+  auto* pads = conv.add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(0);
+  const Error e = compile_error(m, dir, "both.onnx");
+  CHECK(e.code() == ErrorCode::IncompatibleModel);
+  CHECK_THAT(e.message(), Catch::Contains("(QLinearConv): attributes 'auto_pad' (SAME_UPPER) and 'pads' are both set"));
+  CHECK(e.node() == conv.name());
+}
