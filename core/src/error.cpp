@@ -53,7 +53,8 @@ Error in_file(const Error& error, std::string_view file) {
   const std::string shown = escape_text(file);
   ErrorSubject subject = error.subject();
   subject.file = std::string(file);
-  if (error.message().find(shown) != std::string::npos) return Error(error.code(), error.message(), subject);
+  if (error.message().find(shown) != std::string::npos)
+    return Error(error.code(), error.message(), subject);
   return Error(error.code(), shown + ": " + error.message(), subject);
 }
 

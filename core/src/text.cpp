@@ -61,7 +61,9 @@ std::string escape(std::string_view text, std::size_t max_bytes, bool keep_backs
 
 }  // namespace
 
-std::string escape_text(std::string_view text, std::size_t max_bytes) { return escape(text, max_bytes, false); }
+std::string escape_text(std::string_view text, std::size_t max_bytes) {
+  return escape(text, max_bytes, false);
+}
 
 std::string one_line(std::string_view text) { return escape(text, text.size(), true); }
 

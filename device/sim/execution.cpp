@@ -132,10 +132,9 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
           ErrorSubject::of_device(name));
     }
     if (task.fault == SimFaultKind::Error) {
-      throw Error(
-          ErrorCode::DeviceFault,
-          fmt::format("{}: execution {}: execution error (injected fault)", name, nth),
-          ErrorSubject::of_device(name));
+      throw Error(ErrorCode::DeviceFault,
+                  fmt::format("{}: execution {}: execution error (injected fault)", name, nth),
+                  ErrorSubject::of_device(name));
     }
     for (std::size_t i = 0; i < prog.inputs.size(); ++i)
       check_dma(name, prog.inputs[i], primary, "input", i, nth);
@@ -162,9 +161,9 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
   } catch (const Error&) {
     error = std::current_exception();
   } catch (const std::exception& e) {
-    error = std::make_exception_ptr(Error(
-        ErrorCode::DeviceFault, fmt::format("{}: execution {}: {}", name, nth, e.what()),
-        ErrorSubject::of_device(name)));
+    error = std::make_exception_ptr(Error(ErrorCode::DeviceFault,
+                                          fmt::format("{}: execution {}: {}", name, nth, e.what()),
+                                          ErrorSubject::of_device(name)));
   }
   if (region_data != nullptr) task.program->release_region(region_data);
   // The simulator's own figures (docs/devices.md): host time spent computing the execution

@@ -51,9 +51,11 @@ struct Fd {
 std::string dir_problem(const struct stat& st) {
   if (S_ISLNK(st.st_mode)) return "it is a symbolic link";
   if (!S_ISDIR(st.st_mode)) return "it is not a directory";
-  if (st.st_uid != ::geteuid()) return fmt::format("it is owned by uid {}, not by us (uid {})", st.st_uid, ::geteuid());
+  if (st.st_uid != ::geteuid())
+    return fmt::format("it is owned by uid {}, not by us (uid {})", st.st_uid, ::geteuid());
   if ((st.st_mode & 077) != 0) {
-    return fmt::format("its mode {:04o} lets other users in (it must be 0700 or narrower)", st.st_mode & 07777);
+    return fmt::format("its mode {:04o} lets other users in (it must be 0700 or narrower)",
+                       st.st_mode & 07777);
   }
   return {};
 }
@@ -61,7 +63,8 @@ std::string dir_problem(const struct stat& st) {
 // What is wrong with the lock file `st` describes, empty when nothing is.
 std::string file_problem(const struct stat& st) {
   if (!S_ISREG(st.st_mode)) return "it is not a regular file";
-  if (st.st_uid != ::geteuid()) return fmt::format("it is owned by uid {}, not by us (uid {})", st.st_uid, ::geteuid());
+  if (st.st_uid != ::geteuid())
+    return fmt::format("it is owned by uid {}, not by us (uid {})", st.st_uid, ::geteuid());
   if (st.st_nlink != 1) return fmt::format("it has {} hard links (a lock file has 1)", st.st_nlink);
   return {};
 }
@@ -146,17 +149,19 @@ PeLocks::PeLocks(const std::string& dir, const DeviceFile& file) : device_file_(
   // "<file>: cannot use the PE lock directory '<dir>': <what>[: <strerror>]" (one line).
   auto refuse = [&](const std::string& what, int err) {
     release_all();
-    return Error(ErrorCode::DeviceFault,
-                 fmt::format("{}: cannot use the PE lock directory '{}': {}{}{}", name, escape_text(dir), what,
-                             err != 0 ? ": " : "", err != 0 ? std::strerror(err) : ""),
-                 ErrorSubject::of_device(name));
+    return Error(
+        ErrorCode::DeviceFault,
+        fmt::format("{}: cannot use the PE lock directory '{}': {}{}{}", name, escape_text(dir),
+                    what, err != 0 ? ": " : "", err != 0 ? std::strerror(err) : ""),
+        ErrorSubject::of_device(name));
   };
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw refuse("mkdir", errno);
   Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (dir_fd.fd < 0) {
     const int err = errno;
     struct stat st {};
-    if ((err == ELOOP || err == ENOTDIR) && ::lstat(dir.c_str(), &st) == 0) throw refuse(dir_problem(st), 0);
+    if ((err == ELOOP || err == ENOTDIR) && ::lstat(dir.c_str(), &st) == 0)
+      throw refuse(dir_problem(st), 0);
     throw refuse("open", err);
   }
   struct stat st {};
@@ -167,18 +172,22 @@ PeLocks::PeLocks(const std::string& dir, const DeviceFile& file) : device_file_(
   for (int pe = file.first_pe; pe <= file.last_pe; ++pe) {
     const std::string lock = lock_name(file.card, pe);
     // No O_TRUNC: the file is only written once it is verified and locked.
-    Fd fd(::openat(dir_fd.fd, lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+    Fd fd(::openat(dir_fd.fd, lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                   0600));
     if (fd.fd < 0) {
       const int err = errno;
       struct stat lst {};
-      if (err == ELOOP && ::fstatat(dir_fd.fd, lock.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)) {
+      if (err == ELOOP && ::fstatat(dir_fd.fd, lock.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(lst.st_mode)) {
         throw refuse(lock + " is a symbolic link", 0);
       }
       throw refuse("open " + lock, err);
     }
     struct stat fst {};
     if (::fstat(fd.fd, &fst) != 0) throw refuse("fstat " + lock, errno);
-    if (const std::string problem = file_problem(fst); !problem.empty()) throw refuse(lock + ": " + problem, 0);
+    if (const std::string problem = file_problem(fst); !problem.empty()) {
+      throw refuse(fmt::format("{}: {}", lock, problem), 0);
+    }
     if (::flock(fd.fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       if (err != EWOULDBLOCK) throw refuse("flock " + lock, err);
@@ -186,11 +195,14 @@ PeLocks::PeLocks(const std::string& dir, const DeviceFile& file) : device_file_(
       release_all();
       const std::string pe_name = fmt::format("npu{}pe{}", file.card, pe);
       const std::string who =
-          holder.pid > 0 ? fmt::format("process {}{}", holder.pid,
-                                       holder.device_file.empty() ? ""
-                                                                  : fmt::format(" ({})", escape_text(holder.device_file, 64)))
-                         : std::string("another process");
-      throw Error(ErrorCode::DeviceBusy, fmt::format("{}: device busy: {} is held by {}", name, pe_name, who),
+          holder.pid > 0
+              ? fmt::format("process {}{}", holder.pid,
+                            holder.device_file.empty()
+                                ? ""
+                                : fmt::format(" ({})", escape_text(holder.device_file, 64)))
+              : std::string("another process");
+      throw Error(ErrorCode::DeviceBusy,
+                  fmt::format("{}: device busy: {} is held by {}", name, pe_name, who),
                   ErrorSubject::of_device(name));
     }
     fds_.push_back(fd.release());

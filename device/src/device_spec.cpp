@@ -142,7 +142,8 @@ long holder_pid(const CardInfo& card, int pe) {
 
 // Held cores of `file` on `card`, as device file names ("npu0pe1"), each followed by its
 // holder when the backend knows it ("npu0pe1 (process 4242)") when `with_holders`.
-std::vector<std::string> held_cores(const CardInfo& card, const DeviceFile& file, bool with_holders = true) {
+std::vector<std::string> held_cores(const CardInfo& card, const DeviceFile& file,
+                                    bool with_holders = true) {
   std::vector<std::string> held;
   for (int pe = file.first_pe; pe <= file.last_pe; ++pe) {
     if (!pe_busy(card, pe)) continue;
@@ -277,10 +278,11 @@ std::vector<DeviceFile> resolve_device_spec(const DeviceSpec& spec,
     }
     const std::vector<std::string> held = held_cores(*card, file, false);
     if (!held.empty()) {
-      throw Error(ErrorCode::DeviceBusy,
-                  fmt::format("device spec '{}': item '{}' names {}, but its cores {} are held by {}",
-                              spec.text, entry.text, file.name(), fmt::join(held, ", "),
-                              holders(*card, file)));
+      throw Error(
+          ErrorCode::DeviceBusy,
+          fmt::format("device spec '{}': item '{}' names {}, but its cores {} are held by {}",
+                      spec.text, entry.text, file.name(), fmt::join(held, ", "),
+                      holders(*card, file)));
     }
     chosen[i].push_back(file);
     taken.push_back({file, &entry});
