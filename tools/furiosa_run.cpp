@@ -15,6 +15,8 @@
 #include <fstream>
 #include <thread>
 
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/compiler/tflite_import.h"
 #include "furiosa/core/text.h"
 #include "furiosa/device/backends.h"
 #include "furiosa/device/sim.h"
@@ -459,6 +461,17 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   try {
     return run(a);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    // The error is one line; with --verbose the table of what is supported follows it.
+    if (a.verbose && e.code() == ErrorCode::UnsupportedOperator) {
+      std::cerr << "supported operators:\n";
+      for (const auto& op : compiler::supported_operators()) std::cerr << "  " << op << "\n";
+      std::cerr << "supported TFLite operators:";
+      for (const auto& op : compiler::tflite_supported_operators()) std::cerr << " " << op;
+      std::cerr << "\n";
+    }
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
