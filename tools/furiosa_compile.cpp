@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "furiosa/compiler/compile_cache.h"
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/compiler/program_file.h"
 #include "furiosa/compiler/tflite_import.h"
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     tools::apply_compiler_flags(flags, options);
     options.batch_size = batch_size;
     const fs::path out = output.empty() ? fs::path(model).stem().concat(".enf") : fs::path(output);
-    const compiler::CompiledModel compiled = compiler::compile(compiler::import_model(model), options);
+    const compiler::CompiledModel compiled = compiler::compile_model_file(model, options, std::nullopt).model;  // errors name the file
     compiler::save_program(compiled, options, out);
     const auto programs = compiled.npu_calls.size();
     fmt::print("wrote {} ({} bytes, {} NPU program{}, target {}, batch {}, compiler {})\n", out.string(),

@@ -15,6 +15,9 @@
 #include <fstream>
 #include <thread>
 
+#include "furiosa/compiler/compiler.h"
+#include "furiosa/compiler/tflite_import.h"
+#include "furiosa/core/text.h"
 #include "furiosa/device/backends.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/report.h"
@@ -368,7 +371,7 @@ int run(Args a) {
       inputs.push_back(std::move(it->second));
     } else {
       inputs.push_back(tools::random_tensor(d, rng));
-      fmt::print("input {} generated from seed {}\n", d.name, a.seed);
+      fmt::print("input {} generated from seed {}\n", escape_text(d.name), a.seed);
     }
   }
   auto outputs = runner->run(inputs);
@@ -458,6 +461,17 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   try {
     return run(a);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    // The error is one line; with --verbose the table of what is supported follows it.
+    if (a.verbose && e.code() == ErrorCode::UnsupportedOperator) {
+      std::cerr << "supported operators:\n";
+      for (const auto& op : compiler::supported_operators()) std::cerr << "  " << op << "\n";
+      std::cerr << "supported TFLite operators:";
+      for (const auto& op : compiler::tflite_supported_operators()) std::cerr << " " << op;
+      std::cerr << "\n";
+    }
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
   int timeout_ms = 200, window = 64, workers = 2, report_s = 10;
   app.add_option("model", model, "ONNX/TFLite model or .enf (default: the project's default model)");
   app.add_option("--minutes", minutes, "how long to run")->check(CLI::PositiveNumber);
-  app.add_option("--faults", faults, "fault spec (docs/devices.md), e.g. error:every=100,hang:p=0.001");
+  app.add_option("--faults", faults,
+                 "fault spec (docs/devices.md), e.g. error:every=100,hang:p=0.001; default FURIOSA_SIM_FAULTS, else "
+                 "error:every=100,hang:every=1000,dma:every=500");
   app.add_option("--devices", devices, "device spec");
   app.add_option("--timeout-ms", timeout_ms, "watchdog limit per execution")->check(CLI::PositiveNumber);
   app.add_option("--window", window, "requests in flight")->check(CLI::PositiveNumber);
@@ -79,8 +81,11 @@ int main(int argc, char** argv) {
 
   try {
     const long rss_start = rss_kib();
-    device::SimConfig config;
-    config.faults = device::parse_sim_faults(faults);
+    // The built-in driver's configuration (FURIOSA_SIM_CARDS, FURIOSA_SIM_PES_PER_CARD, lock
+    // directory, ...), as furiosa-run's simulator has; --faults replaces FURIOSA_SIM_FAULTS when
+    // given, and the default soak spec applies when neither is.
+    device::SimConfig config = device::sim_config_from_environment();
+    if (app.count("--faults") > 0 || config.faults.empty()) config.faults = device::parse_sim_faults(faults);
     auto driver = device::create_sim_driver(config);
     runtime::RunnerOptions options;
     options.driver = driver.get();

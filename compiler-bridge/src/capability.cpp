@@ -8,6 +8,7 @@
 
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "furiosa/host/cpu_ops.h"
 #include "furiosa/host/index_map.h"
 #include "graph_utils.h"
@@ -129,19 +130,23 @@ Placement place(const Graph& g, const Node& n, std::string* why) {
 
 void check_supported(const Graph& g) {
   std::vector<std::string> bad;
+  std::string first;  // the first such node, for ErrorSubject
   for (const Node& n : g.nodes) {
     std::string why;
     if (place(g, n, &why).where == Where::Unsupported) {
-      bad.push_back(fmt::format("  node '{}' (op {}, domain '{}'): {}", n.name, n.op_type,
-                                n.domain.empty() ? "ai.onnx" : n.domain, why));
+      if (bad.empty()) first = n.name;
+      bad.push_back(fmt::format("node '{}' (op {}, domain '{}'): {}", escape_text(n.name, 64), escape_text(n.op_type, 64),
+                                n.domain.empty() ? "ai.onnx" : escape_text(n.domain, 64), escape_text(why)));
     }
   }
   if (bad.empty()) return;
-  std::string msg = fmt::format("{} node(s) cannot run:\n", bad.size());
-  for (const auto& b : bad) msg += b + "\n";
-  msg += "supported operators:";
-  for (const auto& s : supported_operators()) msg += "\n  " + s;
-  throw Error(ErrorCode::UnsupportedOperator, msg);
+  // One line (README): every such node, then where the supported set is listed.
+  constexpr std::size_t kShown = 8;
+  std::string msg = fmt::format("{} node(s) cannot run: ", bad.size());
+  for (std::size_t i = 0; i < bad.size() && i < kShown; ++i) msg += (i == 0 ? "" : "; ") + bad[i];
+  if (bad.size() > kShown) msg += fmt::format("; and {} more", bad.size() - kShown);
+  msg += " (supported operators: docs/operators.md, compiler::supported_operators())";
+  throw Error(ErrorCode::UnsupportedOperator, msg, ErrorSubject::of_node(first));
 }
 
 bool is_data_movement(const Node& n) {

@@ -84,8 +84,10 @@ std::string compile_cache_key(std::string_view model_bytes, const CompilerOption
                      compiler_version(), format});
 }
 
-CachedCompile compile_model_file(const std::filesystem::path& path, const CompilerOptions& options,
-                                 const std::optional<std::filesystem::path>& cache_dir) {
+namespace {
+
+CachedCompile compile_file(const std::filesystem::path& path, const CompilerOptions& options,
+                           const std::optional<std::filesystem::path>& cache_dir) {
   if (!cache_dir) return {compile(import_model(path), options), CacheStatus::Off};
   const std::optional<std::string> bytes = read_bytes(path);
   if (!bytes) {
@@ -117,6 +119,17 @@ CachedCompile compile_model_file(const std::filesystem::path& path, const Compil
     spdlog::warn("compile cache: cannot store {} ({}); continuing without caching", entry.string(), e.what());
   }
   return {std::move(model), CacheStatus::Miss};
+}
+
+}  // namespace
+
+CachedCompile compile_model_file(const std::filesystem::path& path, const CompilerOptions& options,
+                                 const std::optional<std::filesystem::path>& cache_dir) {
+  try {
+    return compile_file(path, options, cache_dir);
+  } catch (const Error& e) {  // the compiler's messages name the node; this one place adds the file
+    throw in_file(e, path.string());
+  }
 }
 
 }  // namespace furiosa::compiler

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 
 namespace furiosa::compiler::detail {
 
@@ -97,6 +98,14 @@ Window2d resolve_window(const Node& node, std::array<std::int64_t, 2> kernel,
                             node.op_type));
   }
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  // ONNX Conv/QLinearConv/pooling: pads "cannot be used simultaneously with auto_pad".
+  if (auto_pad != "NOTSET" && node.attributes.count("pads") != 0) {
+    throw Error(ErrorCode::IncompatibleModel,
+                fmt::format("node '{}' ({}): attributes 'auto_pad' ({}) and 'pads' are both set; ONNX allows "
+                            "'pads' only with auto_pad NOTSET",
+                            escape_text(node.name), escape_text(node.op_type), escape_text(auto_pad, 32)),
+                ErrorSubject::of_node(node.name));
+  }
   for (int d = 0; d < 2; ++d) {
     if (w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] < 1) {
       throw Error(ErrorCode::IncompatibleModel,

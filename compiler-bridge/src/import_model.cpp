@@ -4,10 +4,10 @@
 // span (the runtime's Compile span), like the compiler's passes.
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/compiler/tflite_import.h"
+#include "furiosa/core/file_io.h"
 #include "furiosa/profiler/profiler.h"
 
 namespace furiosa::compiler {
@@ -41,13 +41,9 @@ Graph import_model_bytes(const std::string& bytes, const std::filesystem::path& 
 Graph import_model(const std::filesystem::path& path, const LoadLimits& limits) {
   const ImportSpan span;
   if (has_tflite_extension(path)) return import_tflite(path, limits);
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) {
-    std::ifstream f(path, std::ios::binary);
-    std::string head(8, '\0');
-    f.read(head.data(), 8);
-    if (f.gcount() == 8 && is_tflite_bytes(head)) return import_tflite(path, limits);
-  }
+  // Never blocks: empty for a FIFO or device, which import_onnx then refuses by name.
+  const std::string head = read_file_prefix(path, 8);
+  if (head.size() == 8 && is_tflite_bytes(head)) return import_tflite(path, limits);
   return import_onnx(path, limits);
 }
 

@@ -1,6 +1,8 @@
 // Error codes and the runtime's exception type.
 #include "furiosa/core/error.h"
 
+#include "furiosa/core/text.h"
+
 namespace furiosa {
 
 std::string_view to_string(ErrorCode code) noexcept {
@@ -37,13 +39,23 @@ std::string format_what(ErrorCode code, const std::string& message) {
 
 }  // namespace
 
-Error::Error(ErrorCode code, const std::string& message)
-    : std::runtime_error(format_what(code, message)), code_(code), message_(message) {}
+Error::Error(ErrorCode code, const std::string& message) : Error(code, message, ErrorSubject{}) {}
 
+// one_line: whatever a message was built from (names from model files, environment variables),
+// what() can neither start a forged line, move the cursor nor be cut by a NUL.
 Error::Error(ErrorCode code, const std::string& message, ErrorSubject subject)
-    : std::runtime_error(format_what(code, message)),
+    : std::runtime_error(format_what(code, one_line(message))),
       code_(code),
-      message_(message),
+      message_(one_line(message)),
       subject_(std::move(subject)) {}
+
+Error in_file(const Error& error, std::string_view file) {
+  const std::string shown = escape_text(file);
+  ErrorSubject subject = error.subject();
+  subject.file = std::string(file);
+  if (error.message().find(shown) != std::string::npos)
+    return Error(error.code(), error.message(), subject);
+  return Error(error.code(), shown + ": " + error.message(), subject);
+}
 
 }  // namespace furiosa

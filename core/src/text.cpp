@@ -1,4 +1,4 @@
-// escape_text (text.h).
+// escape_text and one_line (text.h).
 #include "furiosa/core/text.h"
 
 namespace furiosa {
@@ -31,9 +31,9 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i) {
   return len;
 }
 
-}  // namespace
-
-std::string escape_text(std::string_view text, std::size_t max_bytes) {
+// escape_text and one_line: `keep_backslash` leaves '\\' as it is (one_line, which must not
+// escape again what escape_text escaped).
+std::string escape(std::string_view text, std::size_t max_bytes, bool keep_backslash) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size() < max_bytes ? text.size() : max_bytes);
@@ -43,7 +43,7 @@ std::string escape_text(std::string_view text, std::size_t max_bytes) {
     std::size_t len = 1;
     if (c >= 0x80) len = utf8_sequence(text, i);
     if (i + (len == 0 ? 1 : len) > max_bytes) break;
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
+    if (c >= 0x20 && c < 0x7f && (c != '\\' || keep_backslash)) {
       out += static_cast<char>(c);
     } else if (len >= 2) {
       out.append(text.substr(i, len));
@@ -58,5 +58,13 @@ std::string escape_text(std::string_view text, std::size_t max_bytes) {
   if (i < text.size()) out += "...";
   return out;
 }
+
+}  // namespace
+
+std::string escape_text(std::string_view text, std::size_t max_bytes) {
+  return escape(text, max_bytes, false);
+}
+
+std::string one_line(std::string_view text) { return escape(text, text.size(), true); }
 
 }  // namespace furiosa

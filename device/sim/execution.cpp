@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "kernels.h"
 #include "loaded_program.h"
 #include "sim_faults.h"
@@ -22,7 +23,8 @@ namespace furiosa::device::sim {
 
 namespace {
 
-/// Checks that `ref` (a program input or output) is well formed and inside the region.
+/// Checks that `ref` (a program input or output) is well formed and inside the region;
+/// `execution` is the 1-based count used in messages.
 void check_dma(const std::string& name, const isa::TensorRef& ref, std::span<std::byte> region,
                std::string_view what, std::size_t index, std::uint64_t execution) {
   const std::uint64_t size = ref.size_bytes();
@@ -37,7 +39,7 @@ void check_dma(const std::string& name, const isa::TensorRef& ref, std::span<std
 }
 
 /// Runs kernel `index` functionally; any failure becomes Error(DeviceFault) naming the device
-/// file, the execution, the instruction index, the kernel name and its node.
+/// file, the execution (1-based), the instruction index, the kernel name and its node.
 void run_kernel_of(const std::string& name, const isa::Kernel& kernel, std::size_t index,
                    std::span<std::byte> region, std::uint64_t execution,
                    const PreparedProgram* prepared) {
@@ -45,7 +47,7 @@ void run_kernel_of(const std::string& name, const isa::Kernel& kernel, std::size
     return Error(
         ErrorCode::DeviceFault,
         fmt::format("{}: execution {}: instruction {} ({}, node '{}') failed: {}", name, execution,
-                    index, isa::kernel_name(kernel.kind), kernel.node_name, detail),
+                    index, isa::kernel_name(kernel.kind), escape_text(kernel.node_name), detail),
         ErrorSubject{name, kernel.node_name, {}, {}});
   };
   try {
@@ -115,6 +117,9 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
              ExecutionTiming timing) {
   const isa::Program& prog = task.program->program();
   const std::span<std::byte> primary = task.program->region();
+  // Messages count executions from 1 ("execution 50" is the 50th), as FURIOSA_SIM_FAULTS's
+  // every=N does; task.index (ExecutionTiming::execution_index) counts from 0.
+  const std::uint64_t nth = task.index + 1;
   std::exception_ptr error;
   std::byte* region_data = nullptr;
   std::int64_t host_start_ns = steady_now_ns(), host_end_ns = 0;
@@ -123,19 +128,18 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
     if (task.fault == SimFaultKind::Dma) {
       throw Error(
           ErrorCode::DeviceFault,
-          fmt::format("{}: execution {}: DMA error during Load (injected fault)", name, task.index),
+          fmt::format("{}: execution {}: DMA error during Load (injected fault)", name, nth),
           ErrorSubject::of_device(name));
     }
     if (task.fault == SimFaultKind::Error) {
-      throw Error(
-          ErrorCode::DeviceFault,
-          fmt::format("{}: execution {}: execution error (injected fault)", name, task.index),
-          ErrorSubject::of_device(name));
+      throw Error(ErrorCode::DeviceFault,
+                  fmt::format("{}: execution {}: execution error (injected fault)", name, nth),
+                  ErrorSubject::of_device(name));
     }
     for (std::size_t i = 0; i < prog.inputs.size(); ++i)
-      check_dma(name, prog.inputs[i], primary, "input", i, task.index);
+      check_dma(name, prog.inputs[i], primary, "input", i, nth);
     for (std::size_t i = 0; i < prog.outputs.size(); ++i)
-      check_dma(name, prog.outputs[i], primary, "output", i, task.index);
+      check_dma(name, prog.outputs[i], primary, "output", i, nth);
     if (config.mode == SimMode::Functional) {
       region_data = task.program->acquire_region();
       const std::span<std::byte> region(region_data, primary.size());
@@ -145,7 +149,7 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
           std::memcpy(region.data() + prog.inputs[i].address, src.data(), src.size());
       }
       for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
-        run_kernel_of(name, prog.kernels[k], k, region, task.index, task.program->prepared());
+        run_kernel_of(name, prog.kernels[k], k, region, nth, task.program->prepared());
       }
       for (std::size_t i = 0; i < prog.outputs.size(); ++i) {  // Store
         const std::span<std::byte> dst = task.outputs[i];
@@ -157,9 +161,9 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
   } catch (const Error&) {
     error = std::current_exception();
   } catch (const std::exception& e) {
-    error = std::make_exception_ptr(Error(
-        ErrorCode::DeviceFault, fmt::format("{}: execution {}: {}", name, task.index, e.what()),
-        ErrorSubject::of_device(name)));
+    error = std::make_exception_ptr(Error(ErrorCode::DeviceFault,
+                                          fmt::format("{}: execution {}: {}", name, nth, e.what()),
+                                          ErrorSubject::of_device(name)));
   }
   if (region_data != nullptr) task.program->release_region(region_data);
   // The simulator's own figures (docs/devices.md): host time spent computing the execution

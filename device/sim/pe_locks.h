@@ -36,7 +36,10 @@ class PeLocks {
   /// Locks every PE of `file` in `dir` (created 0700 when missing), without blocking. Throws
   /// Error(DeviceBusy) naming the device file, the held PE and the holder's pid when another
   /// open (in any process) holds one, and Error(DeviceFault) naming the directory when the lock
-  /// files cannot be used.
+  /// files cannot be used. Nothing in `dir` is trusted unchecked: the directory must be a real
+  /// directory (not a symbolic link) owned by our euid with no group/other permission bits, and
+  /// each lock file a regular file owned by us with one link, opened with O_NOFOLLOW; anything
+  /// else is refused (DeviceFault, one line saying what is wrong) before a byte is written.
   PeLocks(const std::string& dir, const DeviceFile& file);
   ~PeLocks();
   PeLocks(PeLocks&& other) noexcept;
@@ -55,7 +58,8 @@ class PeLocks {
 };
 
 /// Who holds PE `pe` of card `card` under `dir`, from the kernel's lock table (/proc/locks) and
-/// the holder's line; pid 0 when nobody does. Never takes the lock, so it cannot disturb an open.
+/// the holder's line; pid 0 when nobody does. Never takes the lock, so it cannot disturb an open;
+/// never follows a symbolic link nor reads anything but a regular file, so it cannot block.
 PeHolder probe_pe(const std::string& dir, int card, int pe);
 
 }  // namespace furiosa::device::sim

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "furiosa/device/sim.h"
 
 namespace furiosa::device {
@@ -57,7 +58,8 @@ SimFaultPlan parse_sim_faults(std::string_view spec) {
   SimFaultPlan plan;
   auto bad = [&](std::string_view item, std::string_view problem) {
     return Error(ErrorCode::InvalidArgument,
-                 fmt::format("invalid fault spec '{}': item '{}' {}; {}", spec, item, problem, kExpected));
+                 fmt::format("invalid fault spec '{}': item '{}' {}; {}", escape_text(spec, 128),
+                             escape_text(item, 64), problem, kExpected));
   };
   if (trim(spec).empty()) return plan;
   bool seen_seed = false;
@@ -81,25 +83,29 @@ SimFaultPlan parse_sim_faults(std::string_view spec) {
       else if (kind == "hang") rule.kind = SimFaultKind::Hang;
       else if (kind == "dma") rule.kind = SimFaultKind::Dma;
       else if (kind == "lost") rule.kind = SimFaultKind::Lost;
-      else throw bad(item, fmt::format("has an unknown fault kind '{}'", kind));
+      else throw bad(item, fmt::format("has an unknown fault kind '{}'", escape_text(kind, 64)));
       const std::size_t eq = trigger.find('=');
-      if (eq == std::string_view::npos) throw bad(item, fmt::format("has a trigger '{}' without '='", trigger));
+      if (eq == std::string_view::npos)
+        throw bad(item, fmt::format("has a trigger '{}' without '='", escape_text(trigger, 64)));
       const std::string_view key = trigger.substr(0, eq), value = trigger.substr(eq + 1);
       if (key == "every") {
         if (!parse_u64(value, rule.every) || rule.every == 0) {
-          throw bad(item, fmt::format("has every='{}', which is not an integer >= 1", value));
+          throw bad(item, fmt::format("has every='{}', which is not an integer >= 1",
+                                      escape_text(value, 64)));
         }
       } else if (key == "after") {
         if (!parse_u64(value, rule.after)) {
-          throw bad(item, fmt::format("has after='{}', which is not an integer >= 0", value));
+          throw bad(item, fmt::format("has after='{}', which is not an integer >= 0",
+                                      escape_text(value, 64)));
         }
         rule.has_after = true;
       } else if (key == "p") {
         if (!parse_probability(value, rule.p)) {
-          throw bad(item, fmt::format("has p='{}', which is not a number in [0, 1]", value));
+          throw bad(item, fmt::format("has p='{}', which is not a number in [0, 1]",
+                                      escape_text(value, 64)));
         }
       } else {
-        throw bad(item, fmt::format("has an unknown trigger '{}'", key));
+        throw bad(item, fmt::format("has an unknown trigger '{}'", escape_text(key, 64)));
       }
       plan.rules.push_back(rule);
     }

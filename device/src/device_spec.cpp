@@ -133,13 +133,37 @@ bool pe_busy(const CardInfo& card, int pe) {
          card.pe_busy[static_cast<std::size_t>(pe)];
 }
 
-// Held cores of `file` on `card`, as device file names ("npu0pe1").
-std::vector<std::string> held_cores(const CardInfo& card, const DeviceFile& file) {
+// The id of the process holding PE `pe` of `card`, 0 when unknown (or free).
+long holder_pid(const CardInfo& card, int pe) {
+  return pe >= 0 && static_cast<std::size_t>(pe) < card.pe_holder_pid.size()
+             ? card.pe_holder_pid[static_cast<std::size_t>(pe)]
+             : 0;
+}
+
+// Held cores of `file` on `card`, as device file names ("npu0pe1"), each followed by its
+// holder when the backend knows it ("npu0pe1 (process 4242)") when `with_holders`.
+std::vector<std::string> held_cores(const CardInfo& card, const DeviceFile& file,
+                                    bool with_holders = true) {
   std::vector<std::string> held;
   for (int pe = file.first_pe; pe <= file.last_pe; ++pe) {
-    if (pe_busy(card, pe)) held.push_back(DeviceFile{card.index, pe, pe}.name());
+    if (!pe_busy(card, pe)) continue;
+    const std::string name = DeviceFile{card.index, pe, pe}.name();
+    const long pid = holder_pid(card, pe);
+    held.push_back(with_holders && pid > 0 ? fmt::format("{} (process {})", name, pid) : name);
   }
   return held;
+}
+
+// Who holds the busy cores of `file` on `card`: "process 4242", "processes 4242, 4243", or
+// "another session" when the backend does not know.
+std::string holders(const CardInfo& card, const DeviceFile& file) {
+  std::vector<long> pids;
+  for (int pe = file.first_pe; pe <= file.last_pe; ++pe) {
+    const long pid = pe_busy(card, pe) ? holder_pid(card, pe) : 0;
+    if (pid > 0 && std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
+  }
+  if (pids.empty()) return "another session";
+  return fmt::format("process{} {}", pids.size() == 1 ? "" : "es", fmt::join(pids, ", "));
 }
 
 std::vector<std::string> names(const std::vector<DeviceFile>& files) {
@@ -252,12 +276,13 @@ std::vector<DeviceFile> resolve_device_spec(const DeviceSpec& spec,
                                 file.name()));
       }
     }
-    const std::vector<std::string> held = held_cores(*card, file);
+    const std::vector<std::string> held = held_cores(*card, file, false);
     if (!held.empty()) {
-      throw Error(ErrorCode::DeviceBusy,
-                  fmt::format("device spec '{}': item '{}' names {}, but its cores {} are held "
-                              "by another session",
-                              spec.text, entry.text, file.name(), fmt::join(held, ", ")));
+      throw Error(
+          ErrorCode::DeviceBusy,
+          fmt::format("device spec '{}': item '{}' names {}, but its cores {} are held by {}",
+                      spec.text, entry.text, file.name(), fmt::join(held, ", "),
+                      holders(*card, file)));
     }
     chosen[i].push_back(file);
     taken.push_back({file, &entry});

@@ -2,11 +2,12 @@
 #include "furiosa/profiler/trace_reader.h"
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/file_io.h"
+#include "furiosa/core/text.h"
 
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <istream>
 #include <sstream>
 #include <stdexcept>
@@ -184,19 +185,21 @@ TraceFile read_chrome_trace(std::istream& in, std::string_view source) {
 }
 
 TraceFile read_trace_file(const std::filesystem::path& path) {
-  std::error_code dir_ec;
-  if (std::filesystem::is_directory(path, dir_ec)) {
-    throw Error(ErrorCode::InvalidInput, fmt::format("{}: is a directory", path.string()),
-                ErrorSubject::of_file(path.string()));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // read_regular_file opens with O_NONBLOCK and checks fstat first: a FIFO or device given as
+  // the trace is refused by name ("is not a regular file (a FIFO)") instead of blocking.
+  std::string bytes;
+  try {
+    bytes = read_regular_file(path, ErrorCode::InvalidInput, "trace file");
+  } catch (const Error&) {
     std::error_code ec;
-    const bool exists = std::filesystem::exists(path, ec);
-    throw Error(ErrorCode::InvalidInput,
-                fmt::format("{}: {}", path.string(), exists ? "cannot be opened" : "no such file"),
+    const char* what = std::filesystem::is_directory(path, ec) ? "is a directory"
+                       : !std::filesystem::exists(path, ec)    ? "no such file"
+                                                               : nullptr;
+    if (what == nullptr) throw;
+    throw Error(ErrorCode::InvalidInput, fmt::format("{}: {}", escape_text(path.string()), what),
                 ErrorSubject::of_file(path.string()));
   }
+  std::istringstream in(std::move(bytes));
   // Sniff the first non-blank character: a JSON document starts with '{' or '['.
   int c = in.peek();
   while (c != std::char_traits<char>::eof() && std::isspace(c)) {

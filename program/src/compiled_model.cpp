@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "furiosa/program/compiler_options.h"
 
 namespace furiosa::program {
@@ -39,10 +40,11 @@ std::string PartitionReport::to_string() const {
   std::string out = fmt::format("{:<4} {:<40} {:<34} {:<9} {:<26} {}\n", "idx", "node", "op",
                                 "placement", "target", "reason");
   for (const auto& e : entries) {
-    out += fmt::format("{:<4} {:<40} {:<34} {:<9} {:<26} {}\n", e.operator_index, e.node_name,
-                       e.op, e.placement, e.target, e.reason);
+    // Names and op types come from the model file: escaped, so each entry stays one line.
+    out += fmt::format("{:<4} {:<40} {:<34} {:<9} {:<26} {}\n", e.operator_index, escape_text(e.node_name, 128),
+                       escape_text(e.op, 128), e.placement, e.target, one_line(e.reason));
   }
-  for (const auto& n : notes) out += "note: " + n + "\n";
+  for (const auto& n : notes) out += "note: " + one_line(n) + "\n";
   return out;
 }
 

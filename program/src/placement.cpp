@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "furiosa/core/text.h"
+
 namespace furiosa::program {
 
 namespace {
@@ -52,7 +54,7 @@ std::string PlacementSummary::to_string() const {
   std::string out = fmt::format("NPU share of MACs: {:.2f}% (NPU {} MACs, host {} MACs)\n", npu_mac_share_percent(),
                                 npu_macs, host_macs);
   out += fmt::format("NPU programs: {}\nhost steps: {}\n", npu_programs, host_steps.size());
-  for (const auto& s : host_steps) out += "  " + s + "\n";
+  for (const auto& s : host_steps) out += "  " + one_line(s) + "\n";  // node names from the model file
   return out;
 }
 

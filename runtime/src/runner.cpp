@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "factories.h"
+#include "furiosa/core/text.h"
 #include "session.h"
 
 namespace furiosa::runtime {
@@ -27,7 +28,7 @@ std::size_t TensorDesc::size() const noexcept {
 std::vector<std::int64_t> TensorDesc::strides() const { return contiguous_strides(shape); }
 
 std::string TensorDesc::to_string() const {
-  return fmt::format("{}: {} {} {} ({} bytes)", name, dtype_name(dtype), shape_to_string(shape),
+  return fmt::format("{}: {} {} {} ({} bytes)", escape_text(name), dtype_name(dtype), shape_to_string(shape),
                      format.empty() ? "-" : format, size());
 }
 

@@ -355,6 +355,27 @@ TEST_CASE("program file: save(load(save(x))) == save(x) on mnist, MobileNetV2 an
   CHECK_FALSE(compiler::is_program_file(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx")));
 }
 
+TEST_CASE("program file: saving over a planted symbolic link replaces the link, never its target",
+          "[program_file][hostile]") {
+  const test::TempDir scratch("enf-link");  // removed even when a check fails
+  const test::TempDir elsewhere("enf-victim");
+  const fs::path victim = elsewhere / "victim";
+  {
+    std::ofstream(victim, std::ios::binary) << "precious bytes\n";
+  }
+  const fs::path enf = scratch / "model.enf";
+  fs::create_symlink(victim, enf);  // as another user could in a shared compile cache
+  compiler::CompilerOptions o;
+  const auto cm = compile_file(test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"), o);
+  compiler::save_program(cm, o, enf);
+  CHECK_FALSE(fs::is_symlink(enf));
+  CHECK(compiler::is_program_file(enf));
+  std::ifstream in(victim, std::ios::binary);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()) == "precious bytes\n");
+  // No temporary file is left behind.
+  CHECK(std::distance(fs::directory_iterator(scratch.path()), fs::directory_iterator()) == 1);
+}
+
 TEST_CASE("program file: truncated, corrupted, foreign and other-version files are refused", "[program_file][errors]") {
   const std::string good = compiler::serialize_program(synthetic_model(), knob_options());
   REQUIRE_NOTHROW(compiler::deserialize_program(good, "model.enf"));

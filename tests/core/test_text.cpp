@@ -1,4 +1,6 @@
-// escape_text: what a name from a model file or the environment looks like in a one-line message.
+// escape_text and one_line: what a name from a model file or the environment looks like in a one-line
+// message, and furiosa::Error keeping every message on one line.
+#include "furiosa/core/error.h"
 #include "furiosa/core/text.h"
 #include "test_support.h"
 
@@ -28,4 +30,26 @@ TEST_CASE("escape_text shows at most max_bytes input bytes, never splitting a ch
   CHECK(escape_text("abcdef", 3) == "abc...");
   CHECK(escape_text("ab\xec\x9d\xb8", 3) == "ab...");
   CHECK(escape_text("abc", 3) == "abc");
+}
+
+TEST_CASE("one_line escapes control bytes and broken UTF-8 but keeps backslashes and length", "[core][text]") {
+  using furiosa::one_line;
+  CHECK(one_line("Foo\nerror: x") == "Foo\\x0aerror: x");
+  CHECK(one_line("a\x1b[2Jb\0c"s) == "a\\x1b[2Jb\\x00c");
+  CHECK(one_line("\xff") == "\\xff");
+  CHECK(one_line("back\\slash \xec\x9d\xb8") == "back\\slash \xec\x9d\xb8");
+  CHECK(one_line(escape_text("evil\nname")) == escape_text("evil\nname"));  // idempotent on escaped text
+  CHECK(one_line(std::string(1000, 'a')) == std::string(1000, 'a'));
+}
+
+TEST_CASE("furiosa::Error messages are one line whatever they were built from", "[core][text][error]") {
+  const furiosa::Error e(furiosa::ErrorCode::UnsupportedOperator, "node 'x\x1b[2J' (op Foo\nerror: forged\0cut)"s);
+  CHECK(e.message() == "node 'x\\x1b[2J' (op Foo\\x0aerror: forged\\x00cut)");
+  CHECK(std::string(e.what()) == "UnsupportedOperator: " + e.message());
+  // in_file names the file once, escaped, keeping code and subject.
+  const furiosa::Error named = furiosa::in_file(e, "dir/m\n.onnx");
+  CHECK(named.message() == "dir/m\\x0a.onnx: " + e.message());
+  CHECK(named.code() == e.code());
+  CHECK(named.file() == "dir/m\n.onnx");
+  CHECK(furiosa::in_file(named, "dir/m\n.onnx").message() == named.message());
 }

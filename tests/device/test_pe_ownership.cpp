@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "device_test_util.h"
+#include "furiosa/device/device_spec.h"
 #include "test_support.h"
 
 extern char** environ;
@@ -108,6 +110,130 @@ TEST_CASE("a PE held by another process is DeviceBusy naming its pid until that 
   {
     Holder again(dir, "npu0pe0-1");
     CHECK(driver->enumerate().at(0).pe_holder_pid[1] == again.pid);
+  }
+}
+
+TEST_CASE("every attempt on a PE another process holds names the holder's pid",
+          "[device][sim][ownership]") {
+  const furiosa::test::TempDir lock_dir("busy-pid-test");  // removed even when a check fails
+  const std::string dir = lock_dir.string();
+  SimConfig config = fast_config();
+  config.lock_dir = dir;
+  Holder child(dir, "npu0pe0");  // holds the PE once it says "ready"
+  const std::string pid = "process " + std::to_string(child.pid);
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    INFO("attempt " << attempt);
+    auto driver = create_sim_driver(config);  // a new driver each time, as a new process has
+    // The runtime's way in: the spec is resolved against enumerate(), which sees the holder...
+    const std::string spec_message = error_message(
+        [&] { resolve_device_spec(parse_device_spec("npu0pe0"), driver->enumerate()); }, ErrorCode::DeviceBusy);
+    CHECK_THAT(spec_message, Catch::Contains("its cores npu0pe0 are held by " + pid));
+    const std::string any_message = error_message(
+        [&] { resolve_device_spec(parse_device_spec("warboy(2)*1"), driver->enumerate()); }, ErrorCode::DeviceBusy);
+    CHECK_THAT(any_message, Catch::Contains("held cores: npu0pe0 (" + pid + ")"));
+    // ...and an open that raced past enumerate() is refused by the lock itself.
+    CHECK_THAT(error_message([&] { driver->open(DeviceFile::parse("npu0pe0")); }, ErrorCode::DeviceBusy),
+               Catch::Contains("npu0pe0 is held by " + pid));
+  }
+}
+
+namespace {
+
+/// hold_pe processes started at once on one device file, each with its stdout and stderr on
+/// pipes; all killed and reaped on destruction (also when a check fails).
+struct Contenders {
+  struct Child {
+    pid_t pid = -1;
+    int out = -1, err = -1;
+  };
+  std::vector<Child> children;
+
+  Contenders(const std::string& dir, const std::string& file, int n) {
+    const std::string binary = FURIOSA_HOLD_PE_BINARY;
+    for (int i = 0; i < n; ++i) {
+      int out[2], err[2];
+      REQUIRE(::pipe(out) == 0);
+      REQUIRE(::pipe(err) == 0);
+      posix_spawn_file_actions_t actions;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+      posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+      posix_spawn_file_actions_addclose(&actions, out[0]);
+      posix_spawn_file_actions_addclose(&actions, err[0]);
+      char* argv[] = {const_cast<char*>(binary.c_str()), const_cast<char*>(dir.c_str()),
+                      const_cast<char*>(file.c_str()), nullptr};
+      Child c;
+      const int rc = ::posix_spawn(&c.pid, binary.c_str(), &actions, nullptr, argv, environ);
+      posix_spawn_file_actions_destroy(&actions);
+      ::close(out[1]);
+      ::close(err[1]);
+      c.out = out[0];
+      c.err = err[0];
+      if (rc != 0) c.pid = -1;
+      children.push_back(c);
+      REQUIRE(rc == 0);
+    }
+  }
+  ~Contenders() {
+    for (Child& c : children) {
+      if (c.pid > 0) {
+        ::kill(c.pid, SIGKILL);
+        int status = 0;
+        ::waitpid(c.pid, &status, 0);
+      }
+      ::close(c.out);
+      ::close(c.err);
+    }
+  }
+  Contenders(const Contenders&) = delete;
+  Contenders& operator=(const Contenders&) = delete;
+
+  /// Everything `fd` gives until EOF (a loser exits; the winner's stdout is read only up to
+  /// "ready\n", since it never exits).
+  static std::string read_all(int fd, std::size_t stop_after = std::string::npos) {
+    std::string text;
+    char buf[512];
+    while (text.size() < stop_after) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("30 simultaneous opens of one PE: one wins, every loser names the winner's pid",
+          "[device][sim][ownership]") {
+  const furiosa::test::TempDir lock_dir("race-test");  // removed even when a check fails
+  Contenders race(lock_dir.string(), "npu0pe0", 30);
+  // Each child either prints "ready" (and holds the PE until killed) or exits with one error
+  // line; nothing here depends on timing: a loser's flock failed while the winner held the lock,
+  // and the winner never lets go.
+  pid_t winner = -1;
+  std::vector<std::string> refusals;
+  for (auto& c : race.children) {
+    const std::string out = Contenders::read_all(c.out, 6);
+    if (out == "ready\n") {
+      CHECK(winner == -1);
+      winner = c.pid;
+      continue;
+    }
+    refusals.push_back(Contenders::read_all(c.err));
+    int status = 0;
+    REQUIRE(::waitpid(c.pid, &status, 0) == c.pid);
+    c.pid = -1;
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+  }
+  REQUIRE(winner > 0);
+  REQUIRE(refusals.size() == 29);
+  for (const std::string& line : refusals) {
+    CHECK_THAT(line, Catch::Equals("DeviceBusy: npu0pe0: device busy: npu0pe0 is held by process " +
+                                   std::to_string(winner) + " (npu0pe0)\n") ||
+                         Catch::Equals("DeviceBusy: npu0pe0: device busy: npu0pe0 is held by process " +
+                                       std::to_string(winner) + "\n"));
   }
 }
 

@@ -81,6 +81,12 @@ TEST_CASE("fault spec parser names the bad item", "[device][sim][faults]") {
   CHECK_THAT(parse_error("seed=1,seed=2"), Catch::Contains("item 'seed=2'") && Catch::Contains("repeats"));
   CHECK_THAT(parse_error("seed=abc"), Catch::Contains("item 'seed=abc'"));
   CHECK_THAT(parse_error("error:every=99999999999999999999999"), Catch::Contains("not an integer"));
+  // Echoed on one line, escaped: a spec cannot forge lines or move the cursor.
+  const std::string forged = parse_error("error:every=3\nerror: forged,\x1b[2Jboom:every=1");
+  CHECK(forged.find('\n') == std::string::npos);
+  CHECK(forged.find('\x1b') == std::string::npos);
+  CHECK_THAT(forged, Catch::Contains("'error:every=3\\x0aerror: forged,\\x1b[2Jboom:every=1'") &&
+                         Catch::Contains("every='3\\x0aerror: forged'"));
 }
 
 TEST_CASE("FURIOSA_SIM_FAULTS configures the built-in simulator", "[device][sim][faults]") {
@@ -113,6 +119,8 @@ TEST_CASE("injected execution and DMA errors fail only their fences", "[device][
     CHECK(e.device_file() == "npu0pe0");
     CHECK_THAT(e.message(), Catch::Contains("injected fault"));
     INFO("execution " << i);
+    // Counted from 1, as every=N counts: the 3rd execution is "execution 3".
+    CHECK_THAT(e.message(), Catch::StartsWith("npu0pe0: execution " + std::to_string(i) + ": "));
     CHECK((i % 3 == 0 || i % 4 == 0));
     if (i % 4 == 0) CHECK_THAT(e.message(), Catch::Contains("DMA error"));
     codes.push_back(e.code());

@@ -433,6 +433,20 @@ TEST_CASE("cpu ops: errors name the node", "[compiler][cpu_ops]") {
                          return e.code() == ErrorCode::IncompatibleModel &&
                                 e.message().find("input 1") != std::string::npos;
                        }));
+  // ONNX: pads "cannot be used simultaneously with auto_pad" (Conv, ConvInteger, pooling).
+  Tensor img = f32({1, 1, 4, 4}, std::vector<float>(16, 1.0f)), wt = f32({1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  const std::map<std::string, Attribute> both = {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                                                 {"auto_pad", std::string("SAME_UPPER")},
+                                                 {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}};
+  const auto refused = Catch::Predicate<Error>([](const Error& e) {
+    return e.code() == ErrorCode::IncompatibleModel &&
+           e.message().find("'auto_pad' (SAME_UPPER) and 'pads' are both set") != std::string::npos;
+  });
+  CHECK_THROWS_MATCHES(host::run_cpu_op(make_node("MaxPool", 1, both), {&img}), Error, refused);
+  CHECK_THROWS_MATCHES(host::run_cpu_op(make_node("Conv", 2, both), {&img, &wt}), Error, refused);
+  auto notset = both;
+  notset["auto_pad"] = std::string("NOTSET");  // explicit NOTSET with pads is what exporters write
+  CHECK(host::run_cpu_op(make_node("MaxPool", 1, notset), {&img}).at(0).shape() == Shape{1, 1, 4, 4});
 }
 
 TEST_CASE("cpu ops: Cast between the five dtypes", "[compiler][cpu_ops]") {

@@ -1,6 +1,7 @@
 // Reading traces back (trace_reader.h) and the furiosa-trace tool on a written JSON and CSV.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -137,6 +138,13 @@ TEST_CASE("bad trace files give one-line errors naming the file", "[profiler][re
 
   CHECK_THAT(read_error(file.path().string() + ".missing"), Catch::Contains("no such file"));
   CHECK_THAT(read_error(std::filesystem::temp_directory_path()), Catch::Contains("is a directory"));
+  {  // A FIFO (no writer: a blocking open would hang) and a device are refused at once, by name.
+    const TempFile fifo_file("reader-fifo");  // removed even when a check fails
+    const std::string fifo = fifo_file.path().string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(read_error(fifo), Catch::Contains("trace file '" + fifo + "' is not a regular file (a FIFO)"));
+    CHECK_THAT(read_error("/dev/zero"), Catch::Contains("is not a regular file (a character device)"));
+  }
   check_error("", "empty file");
   check_error("  \n\t", "empty file");
   check_error("{\"traceEvents\": [\n{\"ph\": \"X\",", "not valid JSON");

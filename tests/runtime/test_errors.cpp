@@ -1,7 +1,12 @@
 // Bad input through the API: clear errors naming the tensor, nothing submitted.
+#include <sys/stat.h>
+
+#include <filesystem>
+
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/from_graph.h"
 #include "furiosa/runtime/runner.h"
+#include "furiosa/runtime/tensor_file.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -91,6 +96,32 @@ TEST_CASE("a model with unknown operators is refused with every such node listed
   CHECK_THAT(msg, Catch::Contains("node 'lstm' (op LSTM, domain 'ai.onnx')"));
   CHECK_THAT(msg, !Catch::Contains("node 'relu'"));
   CHECK_THAT(msg, Catch::Contains("supported operators"));
+}
+
+TEST_CASE("a FIFO or a device as model or input file is refused at once, by name", "[runtime][errors][file]") {
+  const test::TempDir dir("special-files");  // removed even when a check fails
+  // No writer ever opens these FIFOs: an open for reading without O_NONBLOCK would block forever.
+  for (const char* name : {"model.onnx", "model.enf", "model.tflite", "model", "input.npy", "input.pb"}) {
+    REQUIRE(::mkfifo((dir / name).c_str(), 0600) == 0);
+  }
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.npy");
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.onnx");
+  for (const char* name : {"model.onnx", "model.enf", "model.tflite", "model", "zero.onnx"}) {
+    const std::string path = (dir / name).string();
+    INFO(path);
+    auto e = error_of([&] { runtime::create_runner(path); });
+    CHECK(e.code() == ErrorCode::ModelLoadFailed);
+    CHECK(e.message().find('\n') == std::string::npos);
+    CHECK_THAT(e.message(), Catch::Contains("'" + path + "' is not a regular file"));
+  }
+  for (const char* name : {"input.npy", "input.pb", "zero.npy"}) {
+    const std::string path = (dir / name).string();
+    INFO(path);
+    auto e = error_of([&] { runtime::load_tensor_file(path); });
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK_THAT(e.message(), Catch::Contains("'" + path + "' is not a regular file"));
+    CHECK(e.file() == path);
+  }
 }
 
 TEST_CASE("a second runner on an overlapping device is DeviceBusy", "[runtime][errors]") {

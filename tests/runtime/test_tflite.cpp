@@ -639,7 +639,9 @@ TEST_CASE("TFLite: an unsupported operator is an error naming its index and buil
   w.op(22, {x, s}, {r});  // RESHAPE: supported
   w.op(28, {r}, {t});     // TANH: not supported
   w.op(32, {t}, {u});     // CUSTOM: not supported
-  const fs::path path = write_model("unsupported.tflite", w.finish({x}, {u}));
+  const int v = w.tensor("v", fb::TensorType::UINT8, {1, 4}, &q);
+  w.custom_op("Evil\nerror: forged\x1b[2J", {u}, {v}, {});  // a hostile custom code, shown escaped
+  const fs::path path = write_model("unsupported.tflite", w.finish({x}, {v}));
   try {
     runtime::create_runner(path, test_options());
     FAIL("an unsupported TFLite operator was accepted");
@@ -649,6 +651,9 @@ TEST_CASE("TFLite: an unsupported operator is an error naming its index and buil
     CHECK_THAT(err.message(), Catch::Contains("operator 2: CUSTOM (builtin code 32)"));
     CHECK_THAT(err.message(), Catch::Contains(path.string()));
     CHECK_THAT(err.message(), !Catch::Contains("operator 0"));
+    CHECK_THAT(err.message(), Catch::Contains("3 TFLite operator(s) cannot run: operator 1: TANH"));
+    CHECK_THAT(err.message(), Catch::Contains("custom code 'Evil\\x0aerror: forged\\x1b[2J'"));
+    CHECK(std::string(err.what()).find_first_of("\n\x1b") == std::string::npos);  // one line
   }
   CHECK(compiler::tflite_builtin_name(3) == "CONV_2D");
   CHECK(compiler::tflite_builtin_name(114) == "QUANTIZE");

@@ -3,6 +3,7 @@
 // (same arithmetic), and furiosa-run's default and --dataset modes print them.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -77,5 +78,18 @@ TEST_CASE("IDX reader refuses files that are not unsigned-byte IDX", "[datasets]
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::InvalidInput);
     CHECK_THAT(e.what(), Catch::Contains(p.string()) && Catch::Contains("0x0d"));
+  }
+  // A FIFO (no writer: a blocking open would hang) and a device are refused by name at once.
+  const fs::path fifo = scratch / "fifo.idx";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  fs::create_symlink("/dev/zero", scratch / "zero.idx");
+  for (const fs::path& special : {fifo, scratch / "zero.idx"}) {
+    try {
+      tools::read_idx(special);
+      FAIL("no error for " << special.string());
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::InvalidInput);
+      CHECK_THAT(e.what(), Catch::Contains("IDX file '" + special.string() + "' is not a regular file"));
+    }
   }
 }

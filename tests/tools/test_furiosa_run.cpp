@@ -2,6 +2,7 @@
 // bad input giving one clear line on stderr with a non-zero exit code.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +170,13 @@ TEST_CASE("furiosa-run reports bad input on one line with a non-zero exit code",
     std::ifstream in(model, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(tmp / "truncated.onnx", std::ios::binary) << bytes.substr(0, 3000);
+    // The Reshape node's op_type (protobuf field 4, length 7) swapped for 7 hostile bytes of the
+    // same length: a newline, an ESC sequence and a NUL, which must come out escaped on one line.
+    const std::string reshape("\x22\x07Reshape", 9);
+    const std::size_t at = bytes.find(reshape);
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at + 2, 7, std::string("F\n\x1b[2J\0", 7));
+    std::ofstream(tmp / "hostile.onnx", std::ios::binary) << bytes;
   }
   runtime::write_npy(tmp / "small.npy", Tensor(DType::Float32, {1, 1, 14, 14}));
   runtime::write_npy(tmp / "bytes.npy", Tensor(DType::UInt8, {1, 1, 28, 28}));
@@ -188,12 +196,28 @@ TEST_CASE("furiosa-run reports bad input on one line with a non-zero exit code",
       {"unknown input name", fmt::format("'{}' --input 'image={}'", model, (tmp / "small.npy").string()),
        "no input named 'image'"},
       {"bad device", fmt::format("'{}' --devices npu7pe0", model), "npu7pe0"},
+      // Special files: refused at once by name, never opened blocking (a FIFO with no writer
+      // would hang) nor read forever (/dev/zero).
+      {"FIFO model", fmt::format("'{}'", (tmp / "fifo.onnx").string()),
+       fmt::format("model file '{}' is not a regular file (a FIFO)", (tmp / "fifo.onnx").string())},
+      {"FIFO program", fmt::format("'{}'", (tmp / "fifo.enf").string()), "fifo.enf' is not a regular file"},
+      {"FIFO input", fmt::format("'{}' --input 'Input3={}'", model, (tmp / "fifo.npy").string()),
+       fmt::format("input file '{}' is not a regular file (a FIFO)", (tmp / "fifo.npy").string())},
+      {"/dev/zero input", fmt::format("'{}' --input 'Input3={}'", model, (tmp / "zero.npy").string()),
+       "zero.npy' is not a regular file (a character device)"},
+      // Names from the model reach the terminal escaped, in one line that names the file.
+      {"hostile op_type", fmt::format("'{}'", (tmp / "hostile.onnx").string()),
+       fmt::format("UnsupportedOperator: {}: 1 node(s) cannot run: node 'Times212_reshape0' (op F\\x0a\\x1b[2J\\x00,",
+                   (tmp / "hostile.onnx").string())},
   };
+  for (const char* fifo : {"fifo.onnx", "fifo.enf", "fifo.npy"}) REQUIRE(::mkfifo((tmp / fifo).c_str(), 0600) == 0);
+  fs::create_symlink("/dev/zero", tmp / "zero.npy");
   for (const auto& c : cases) {
     const auto r = furiosa_run(c.args, tmp);
     INFO(c.what << "\nstderr: " << r.err);
     CHECK(r.exit_code != 0);
     CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find_first_of(std::string("\x1b\0", 2)) == std::string::npos);  // no raw ESC or NUL
     CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains(c.expect));
   }
 }

@@ -1,6 +1,8 @@
 // Benchmark mode of furiosa-run.
 #include "bench.h"
 
+#include "latency_histogram.h"
+
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/statistics.h"
 
@@ -382,7 +384,7 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
   if (o.mode != "sync" && o.mode != "async") {
     throw Error(ErrorCode::InvalidArgument, fmt::format("--mode '{}': expected sync or async", o.mode));
   }
-  std::vector<double> lat;
+  LatencyHistogram lat;  // fixed memory however long the run (latency_histogram.h)
   std::mutex lat_mu;
   std::atomic<std::uint64_t> errors{0}, done{0};
   BenchResult r;
@@ -413,7 +415,7 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
           const double us = std::chrono::duration<double, std::micro>(Clock::now() - s).count();
           {
             std::lock_guard lock(lat_mu);
-            lat.push_back(us);
+            lat.record(us);
           }
           b.tick(++done);
         }
@@ -446,7 +448,7 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
         auto res = receiver.recv(std::chrono::seconds(600));
         const auto submitted = std::any_cast<Clock::time_point>(res.context);
         if (res.error) ++errors;
-        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - submitted).count());
+        lat.record(std::chrono::duration<double, std::micro>(Clock::now() - submitted).count());
         b.tick(++done);
       }
     } catch (const Error& e) {
@@ -460,22 +462,19 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
     seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.devices = o.session.device.empty() ? "default" : o.session.device;
   }
-  std::sort(lat.begin(), lat.end());
-  r.queries = lat.size();
+  r.queries = lat.count();
   r.errors = errors;
   r.seconds = seconds;
   r.qps = seconds > 0 ? static_cast<double>(r.queries) / seconds : 0;
-  if (!lat.empty()) {
-    r.min_us = lat.front();
-    r.max_us = lat.back();
-    double sum = 0;
-    for (double v : lat) sum += v;
-    r.mean_us = sum / static_cast<double>(lat.size());
-    r.p50_us = profiler::percentile<double>(lat, 500);
-    r.p90_us = profiler::percentile<double>(lat, 900);
-    r.p95_us = profiler::percentile<double>(lat, 950);
-    r.p99_us = profiler::percentile<double>(lat, 990);
-    r.p999_us = profiler::percentile<double>(lat, 999);
+  if (lat.count() > 0) {
+    r.min_us = lat.min_us();
+    r.max_us = lat.max_us();
+    r.mean_us = lat.mean_us();
+    r.p50_us = lat.percentile_us(500);
+    r.p90_us = lat.percentile_us(900);
+    r.p95_us = lat.percentile_us(950);
+    r.p99_us = lat.percentile_us(990);
+    r.p999_us = lat.percentile_us(999);
   }
   r.modelled = model_figures(o.session.profiler->records(), count_devices(r.devices),
                              o.session.worker_num, o.session.batch_size, r.mean_us,

@@ -115,7 +115,9 @@ struct ModelledFigures {
   Bottleneck bottleneck;
 };
 
-/// Figures of a run. Latency of a query = submit to result, in microseconds.
+/// Figures of a run. Latency of a query = submit to result, in microseconds. The percentiles come
+/// from a LatencyHistogram (latency_histogram.h: fixed memory, within 1/128 of the exact
+/// percentile); min, mean and max are exact.
 struct BenchResult {
   std::uint64_t queries = 0;
   std::uint64_t errors = 0;

@@ -2,29 +2,50 @@
 // dims), NN big-endian uint32 dims, then the data (yann.lecun.com/exdb/mnist, "FILE FORMATS").
 #include "furiosa/tools/idx.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 
 namespace furiosa::tools {
 namespace {
 
 // Whole file, decompressed when gzip (zlib's gz* functions read plain files unchanged).
 std::vector<std::uint8_t> read_all(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorCode::InvalidInput, fmt::format("IDX file '{}' does not exist", path.string()));
+  // Opened with O_NONBLOCK and checked with fstat before zlib reads it, so a FIFO or device is
+  // refused by name instead of blocking (or reading /dev/zero forever).
+  const std::string shown = escape_text(path.string());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      throw Error(ErrorCode::InvalidInput, fmt::format("IDX file '{}' does not exist", shown));
+    }
+    throw Error(ErrorCode::InvalidInput, fmt::format("cannot open IDX file '{}': {}", shown, std::strerror(err)));
   }
-  std::unique_ptr<gzFile_s, decltype(&gzclose)> f(gzopen(path.c_str(), "rb"), &gzclose);
-  if (!f) throw Error(ErrorCode::InvalidInput, fmt::format("cannot open IDX file '{}'", path.string()));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorCode::InvalidInput, fmt::format("IDX file '{}' is not a regular file", shown));
+  }
+  std::unique_ptr<gzFile_s, decltype(&gzclose)> f(gzdopen(fd, "rb"), &gzclose);  // owns fd from here
+  if (!f) {
+    ::close(fd);
+    throw Error(ErrorCode::InvalidInput, fmt::format("cannot open IDX file '{}'", shown));
+  }
   std::vector<std::uint8_t> out;
   std::uint8_t buf[1 << 16];
   int n;
   while ((n = gzread(f.get(), buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-  if (n < 0) throw Error(ErrorCode::InvalidInput, fmt::format("IDX file '{}' is corrupt", path.string()));
+  if (n < 0) throw Error(ErrorCode::InvalidInput, fmt::format("IDX file '{}' is corrupt", shown));
   return out;
 }
 
@@ -37,7 +58,7 @@ std::uint32_t be32(const std::uint8_t* p) {
 IdxArray read_idx(const std::filesystem::path& path) {
   auto bytes = read_all(path);
   auto bad = [&](const std::string& why) {
-    return Error(ErrorCode::InvalidInput, fmt::format("IDX file '{}': {}", path.string(), why));
+    return Error(ErrorCode::InvalidInput, fmt::format("IDX file '{}': {}", escape_text(path.string()), why));
   };
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0) throw bad("bad magic number");
   if (bytes[2] != 0x08) throw bad(fmt::format("element type 0x{:02x} is not unsigned byte (0x08)", bytes[2]));

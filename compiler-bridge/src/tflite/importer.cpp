@@ -13,6 +13,7 @@
 #include "furiosa/compiler/tflite_import.h"
 #include "furiosa/core/error.h"
 #include "furiosa/core/file_io.h"
+#include "furiosa/core/text.h"
 #include "graph_utils.h"
 #include "importer.h"
 
@@ -165,16 +166,19 @@ void Importer::check_operators() const {
     std::string what = fmt::format("operator {}: {} (builtin code {})", i, tflite_builtin_name(code), code);
     if (code == kCustom) {
       const fb::OperatorCode& c = *m_.operator_codes()->Get(op.opcode_index());
-      what += fmt::format(", custom code '{}'", c.custom_code() ? c.custom_code()->str() : "");
+      what += fmt::format(", custom code '{}'", c.custom_code() ? escape_text(c.custom_code()->str(), 64) : "");
     }
     bad_ops.push_back(what);
   }
   if (bad_ops.empty()) return;
-  std::string msg = fmt::format("{}: {} TFLite operator(s) cannot run:", source_, bad_ops.size());
-  for (const auto& b : bad_ops) msg += "\n  " + b;
-  msg += "\nsupported TFLite operators:";
+  // One line (README): the unsupported operators, then the supported set.
+  constexpr std::size_t kShown = 8;
+  std::string msg = fmt::format("{}: {} TFLite operator(s) cannot run: ", source_, bad_ops.size());
+  for (std::size_t i = 0; i < bad_ops.size() && i < kShown; ++i) msg += (i == 0 ? "" : "; ") + bad_ops[i];
+  if (bad_ops.size() > kShown) msg += fmt::format("; and {} more", bad_ops.size() - kShown);
+  msg += "; supported TFLite operators:";
   for (const auto& s : tflite_supported_operators()) msg += " " + s;
-  throw Error(ErrorCode::UnsupportedOperator, msg);
+  throw Error(ErrorCode::UnsupportedOperator, msg, ErrorSubject::of_file(source_));
 }
 
 void Importer::map_operator(const fb::Operator& op) {

@@ -72,6 +72,13 @@ Window resolve_window(const Ctx& c, const Shape& x, const std::vector<std::int64
     c.bad(fmt::format("strides/dilations/pads must have {}/{}/{} values", r, r, 2 * r));
   }
   const std::string ap = n.attr_string("auto_pad", "NOTSET");
+  // ONNX Conv/ConvInteger/pooling: pads "cannot be used simultaneously with auto_pad".
+  if (ap != "NOTSET" && n.attributes.count("pads") != 0) {
+    c.bad(
+        fmt::format("attributes 'auto_pad' ({}) and 'pads' are both set; ONNX allows 'pads' only "
+                    "with auto_pad NOTSET",
+                    escape_text(ap, 32)));
+  }
   Window w;
   w.in.assign(x.begin() + 2, x.end());
   w.k = kernel;

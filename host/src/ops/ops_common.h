@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 #include "furiosa/host/cpu_ops.h"
 #include "furiosa/host/quantize.h"
 
@@ -36,7 +37,10 @@ using OutInfos = std::vector<OutInfo>;
 using DtypeList = std::vector<std::optional<DType>>;
 
 [[noreturn]] inline void fail(const Node& n, ErrorCode code, const std::string& msg) {
-  throw Error(code, fmt::format("node '{}' ({}): {}", n.name, n.qualified_op(), msg));
+  throw Error(
+      code,
+      fmt::format("node '{}' ({}): {}", escape_text(n.name), escape_text(n.qualified_op()), msg),
+      ErrorSubject::of_node(n.name));
 }
 
 // Calls f(T{}) with T the C++ type of `d`.

@@ -42,7 +42,7 @@ struct CachedCompile {
 /// logged and ignored, then replaced. A miss compiles and writes the entry atomically (temporary
 /// file + rename, so concurrent processes never see a partial entry); a failure to write (read-only
 /// directory, full disk) is logged, never fatal. Thread-safe. Throws what import_model and
-/// compile() throw.
+/// compile() throw, each message naming the file once (furiosa::in_file: "<file>: node ...").
 CachedCompile compile_model_file(const std::filesystem::path& path, const CompilerOptions& options,
                                  const std::optional<std::filesystem::path>& cache_dir);
 

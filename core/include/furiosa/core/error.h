@@ -50,8 +50,10 @@ struct ErrorSubject {
   static ErrorSubject of_file(std::string file) { return {{}, {}, {}, std::move(file)}; }
 };
 
-/// Exception carrying an ErrorCode. what() is "<Code>: <message>" on one line. Copyable and
-/// immutable after construction, so one Error may be rethrown on several threads.
+/// Exception carrying an ErrorCode. what() is "<Code>: <message>" on one line: the constructor
+/// passes the message through one_line (text.h), so control bytes (a newline or ESC from a
+/// model's node name, a NUL) and broken UTF-8 become "\xNN" escapes. Copyable and immutable
+/// after construction, so one Error may be rethrown on several threads.
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
@@ -78,5 +80,10 @@ class Error : public std::runtime_error {
   std::string message_;
   ErrorSubject subject_;
 };
+
+/// `error` rethrown where the file it concerns is known: the same code and subject, with
+/// subject.file set to `file` and the message prefixed "<file>: " (escaped) unless it already
+/// names the file (as the loaders' messages do), so each message names its file once.
+Error in_file(const Error& error, std::string_view file);
 
 }  // namespace furiosa

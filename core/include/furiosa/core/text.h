@@ -15,4 +15,12 @@ namespace furiosa {
 /// a character). Thread-safe, never throws beyond std::bad_alloc.
 std::string escape_text(std::string_view text, std::size_t max_bytes = 256);
 
+/// `text` made one line for a terminal, whatever it holds: control bytes and bytes that are not
+/// part of valid UTF-8 become "\xNN" as in escape_text, but backslashes are kept and nothing is
+/// cut, so text that is already escaped (or has no control bytes) comes back unchanged. The last
+/// line of defence for whole messages (furiosa::Error applies it to every message); names taken
+/// from files should still go through escape_text, which also makes a literal "\x0a" in a name
+/// distinguishable from a newline. Thread-safe, never throws beyond std::bad_alloc.
+std::string one_line(std::string_view text);
+
 }  // namespace furiosa

@@ -82,12 +82,14 @@ std::string effective_device_spec(std::string_view explicit_spec,
 ///
 /// - File and Card entries are placed first: their PE range must exist on the card (else
 ///   Error(DeviceNotFound) naming the spec, the item and the cards that exist) and be free (else
-///   Error(DeviceBusy) naming the spec, the item and the held cores).
+///   Error(DeviceBusy) naming the spec, the item, the held cores and, where CardInfo::pe_holder_pid
+///   knows them, the holders: "... are held by process 4242").
 /// - "warboy(X)*Y" then takes, in card order and PE order, the first Y free X-PE ranges aligned
 ///   to X (pe0, pe1, ... for X = 1; pe0-1, pe2-3, ... for X = 2) on cards whose arch is "warboy"
 ///   that do not overlap files already chosen for the spec. Error(DeviceNotFound) when the
 ///   machine has fewer than Y such ranges at all, Error(DeviceBusy) when it has enough but too
-///   few are free; both name the spec, the item and the ranges/cores concerned.
+///   few are free; both name the spec, the item and the ranges/cores concerned (held cores
+///   with their holder when known: "npu0pe0 (process 4242)").
 /// - Two explicit items that overlap (e.g. "npu0pe0,npu:0:0-1") are Error(InvalidArgument).
 std::vector<DeviceFile> resolve_device_spec(const DeviceSpec& spec,
                                             const std::vector<CardInfo>& cards);

@@ -61,8 +61,9 @@ ProgramFile deserialize_program(std::string_view bytes, const std::string& sourc
 
 /// Writes serialize_program(model, options, writer_version) to `path` atomically: to a
 /// temporary file in the same directory, then renamed over `path`, so a concurrent reader sees
-/// the old file or the whole new one. Throws Error(IoError) naming the path when it cannot be
-/// written.
+/// the old file or the whole new one. The temporary file is created with O_EXCL | O_NOFOLLOW
+/// under an unpredictable name, so nothing planted in a shared directory (a compile cache) is
+/// written through. Throws Error(IoError) naming the path when it cannot be written.
 void save_program(const CompiledModel& model, const CompilerOptions& options, std::string_view writer_version,
                   const std::filesystem::path& path);
 

@@ -38,7 +38,7 @@ struct TensorDesc {
   std::size_t size() const noexcept;
   /// Row-major strides in elements.
   std::vector<std::int64_t> strides() const;
-  /// "name: uint8 [1, 1, 28, 28] NCHW (784 bytes)".
+  /// "name: uint8 [1, 1, 28, 28] NCHW (784 bytes)", the name through escape_text (one line).
   std::string to_string() const;
 };
 
