@@ -6,7 +6,12 @@
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 
@@ -14,6 +19,7 @@
 #include "furiosa/compiler/tflite_import.h"
 #include "furiosa/core/error.h"
 #include "furiosa/core/file_io.h"
+#include "furiosa/core/text.h"
 #include "furiosa/program/program_file.h"
 
 namespace furiosa::compiler {
@@ -49,6 +55,29 @@ std::optional<std::string> read_bytes(const std::filesystem::path& path) {
   } catch (const Error&) {
     return std::nullopt;
   }
+}
+
+/// Whether the cache directory may be trusted with programs this process will load: created
+/// with mode 0700 when missing; else (links followed: a link of the user's own to elsewhere is
+/// fine) a directory owned by this user that no one else may write to. Another user who could
+/// plant an entry there could make this process run a program of their choosing. Empty when
+/// trusted, else the reason.
+std::string untrusted_cache_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir.parent_path(), ec);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return fmt::format("cannot create it: {}", std::strerror(errno));
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != ::geteuid())
+    return fmt::format("it belongs to uid {}, not to this user (uid {})", st.st_uid, ::geteuid());
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("its mode {:04o} lets other users write to it", st.st_mode & 07777);
+  }
+  return "";
 }
 
 }  // namespace
@@ -89,6 +118,11 @@ namespace {
 CachedCompile compile_file(const std::filesystem::path& path, const CompilerOptions& options,
                            const std::optional<std::filesystem::path>& cache_dir) {
   if (!cache_dir) return {compile(import_model(path), options), CacheStatus::Off};
+  if (const std::string why = untrusted_cache_dir(*cache_dir); !why.empty()) {
+    spdlog::warn("compile cache: not using {}: {}; compiling without the cache",
+                 escape_text(cache_dir->string()), why);
+    return {compile(import_model(path), options), CacheStatus::Off};
+  }
   const std::optional<std::string> bytes = read_bytes(path);
   if (!bytes) {
     (void)import_model(path);  // throws the importer's own ModelLoadFailed naming the file

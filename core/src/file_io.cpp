@@ -1,4 +1,4 @@
-// read_regular_file and read_file_prefix (file_io.h).
+// read_regular_file, write_file_atomically and read_file_prefix (file_io.h).
 #include "furiosa/core/file_io.h"
 
 #include <fcntl.h>
@@ -7,8 +7,11 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <random>
 #include <system_error>
 
 #include "furiosa/core/text.h"
@@ -78,6 +81,36 @@ std::string read_regular_file(const std::filesystem::path& path, ErrorCode code,
     bytes.append(buffer, static_cast<std::size_t>(n));
   }
   return bytes;
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
+                           ErrorCode code, std::string_view what) {
+  static std::atomic<std::uint64_t> counter{0};
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp.{}.{}.{}", ::getpid(), counter.fetch_add(1), std::random_device{}());
+  bool created = false;
+  const auto fail = [&](const std::string& why) {
+    std::error_code ignored;
+    if (created) std::filesystem::remove(tmp, ignored);
+    return Error(code,
+                 fmt::format("{}: cannot write the {}: {}", escape_text(path.string()), what, why),
+                 ErrorSubject::of_file(path.string()));
+  };
+  {
+    const Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (fd.get() < 0) throw fail(std::strerror(errno));
+    created = true;
+    std::size_t written = 0;
+    while (written < bytes.size()) {
+      const ssize_t n = ::write(fd.get(), bytes.data() + written, bytes.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw fail(n < 0 ? std::strerror(errno) : "write failed");
+      written += static_cast<std::size_t>(n);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw fail(ec.message());
 }
 
 std::string read_file_prefix(const std::filesystem::path& path, std::size_t count) noexcept {

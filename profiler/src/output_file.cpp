@@ -3,31 +3,21 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <sstream>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/file_io.h"
 
 namespace furiosa::profiler::detail {
 
 void write_output_file(const std::filesystem::path& path, std::string_view what,
                        const std::function<void(std::ostream&)>& write) {
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    const int err = errno;
-    throw Error(ErrorCode::IoError,
-                fmt::format("cannot open {} '{}' for writing{}{}", what, path.string(),
-                            err != 0 ? ": " : "", err != 0 ? std::strerror(err) : ""),
-                ErrorSubject::of_file(path.string()));
-  }
+  // Written whole, then renamed into place (write_file_atomically): a reader such as a viewer
+  // polling the file never sees half a trace, and a link planted at the temporary name in a
+  // shared directory is never written through.
+  std::ostringstream out;
   write(out);
-  out.close();
-  if (!out) {
-    throw Error(ErrorCode::IoError, fmt::format("failed to write {} '{}'", what, path.string()),
-                ErrorSubject::of_file(path.string()));
-  }
+  write_file_atomically(path, out.view(), ErrorCode::IoError, what);
 }
 
 }  // namespace furiosa::profiler::detail

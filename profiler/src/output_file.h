@@ -8,9 +8,10 @@
 
 namespace furiosa::profiler::detail {
 
-/// Creates or truncates `path` and lets `write` fill it. Throws Error(IoError) naming `what`
-/// ("trace file", "record table") and the path, with the OS reason, when the file cannot be
-/// opened or written.
+/// Lets `write` fill a buffer, then writes it to `path` atomically (core's
+/// write_file_atomically: a temporary file renamed over `path`). Throws Error(IoError) naming
+/// `what` ("trace file", "record table") and the path, with the OS reason, when the file cannot
+/// be written.
 void write_output_file(const std::filesystem::path& path, std::string_view what,
                        const std::function<void(std::ostream&)>& write);
 

@@ -2,16 +2,9 @@
 // CBOR parse, atomic saving and loading (program_file.h).
 #include "furiosa/program/program_file.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
-#include <cerrno>
-#include <random>
-#include <system_error>
-#include <unistd.h>
 
 #include "codec.h"
 #include "furiosa/core/error.h"
@@ -157,41 +150,11 @@ ProgramFile deserialize_program(std::string_view bytes, const std::string& sourc
 
 void save_program(const CompiledModel& model, const CompilerOptions& options, std::string_view writer_version,
                   const std::filesystem::path& path) {
-  const std::string bytes = serialize_program(model, options, writer_version);
-  static std::atomic<std::uint64_t> counter{0};
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp.{}.{}.{}", ::getpid(), counter.fetch_add(1), std::random_device{}());
-  bool created = false;  // only a temporary file this call created is ever removed
-  const auto fail = [&](const std::string& why) {
-    std::error_code ignored;
-    if (created) std::filesystem::remove(tmp, ignored);
-    return Error(ErrorCode::IoError,
-                 fmt::format("{}: cannot write the program file: {}", escape_text(path.string()), why),
-                 ErrorSubject::of_file(path.string()));
-  };
-  {
-    // O_EXCL | O_NOFOLLOW: the directory may be shared (a compile cache), so a file or link
-    // planted under the temporary name is never written through; the rename replaces a link at
-    // `path` itself rather than following it.
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) throw fail(std::strerror(errno));
-    created = true;
-    std::size_t written = 0;
-    while (written < bytes.size()) {
-      const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int err = errno;
-        ::close(fd);
-        throw fail(n < 0 ? std::strerror(err) : "write failed");
-      }
-      written += static_cast<std::size_t>(n);
-    }
-    if (::close(fd) != 0) throw fail(std::strerror(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw fail(ec.message());
+  // The directory may be shared (a compile cache): a file or link planted under the temporary
+  // name is never written through, and the rename replaces a link at `path` rather than
+  // following it (write_file_atomically).
+  write_file_atomically(path, serialize_program(model, options, writer_version), ErrorCode::IoError,
+                        "program file");
 }
 
 ProgramFile load_program(const std::filesystem::path& path) {

@@ -137,17 +137,16 @@ void write_npy(const std::filesystem::path& path, const Tensor& tensor) {
   const std::size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(kMagic, 6);
-  const char ver[2] = {1, 0};
-  f.write(ver, 2);
+  std::string bytes(kMagic, 6);
+  bytes.push_back(1);  // format version 1.0
+  bytes.push_back(0);
   const auto len = static_cast<std::uint16_t>(header.size());
-  const char lenb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  f.write(lenb, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(reinterpret_cast<const char*>(tensor.bytes().data()), static_cast<std::streamsize>(tensor.size_bytes()));
-  f.close();
-  if (!f) throw Error(ErrorCode::IoError, fmt::format("cannot write '{}'", path.string()));
+  bytes.push_back(static_cast<char>(len & 0xff));
+  bytes.push_back(static_cast<char>(len >> 8));
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(tensor.bytes().data()), tensor.size_bytes());
+  // Renamed into place: no partial .npy for a reader, no link followed (write_file_atomically).
+  write_file_atomically(path, bytes, ErrorCode::IoError, ".npy file");
 }
 
 Tensor load_tensor_file(const std::filesystem::path& path, const LoadLimits& limits) {

@@ -376,6 +376,34 @@ TEST_CASE("program file: saving over a planted symbolic link replaces the link, 
   CHECK(std::distance(fs::directory_iterator(scratch.path()), fs::directory_iterator()) == 1);
 }
 
+TEST_CASE("compile cache: a directory other users may write to, or another user's, is not used",
+          "[program_file][cache][hostile]") {
+  const fs::path model = test::shared_model("onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  const test::TempDir scratch("cache-dir");  // removed even when a check fails
+  compiler::CompilerOptions o;
+  // A missing directory is created for this user alone, and used.
+  const fs::path fresh = scratch / "fresh" / "compile";
+  CHECK(compiler::compile_model_file(model, o, fresh).cache == compiler::CacheStatus::Miss);
+  CHECK(compiler::compile_model_file(model, o, fresh).cache == compiler::CacheStatus::Hit);
+  CHECK((fs::status(fresh).permissions() & fs::perms::all) == fs::perms::owner_all);
+  // World-writable (as /tmp/shared-cache could be): compiled without it, nothing written there.
+  const fs::path shared = scratch / "shared";
+  fs::create_directory(shared);
+  fs::permissions(shared, fs::perms::all);
+  CHECK(compiler::compile_model_file(model, o, shared).cache == compiler::CacheStatus::Off);
+  CHECK(fs::is_empty(shared));
+  // Another user's (root can hand it over; elsewhere only the check above applies).
+  const fs::path foreign = scratch / "foreign";
+  fs::create_directory(foreign);
+  fs::permissions(foreign, fs::perms::owner_all);
+  if (::geteuid() == 0 && ::chown(foreign.c_str(), 65534, 65534) == 0) {
+    CHECK(compiler::compile_model_file(model, o, foreign).cache == compiler::CacheStatus::Off);
+    CHECK(fs::is_empty(foreign));
+  } else {
+    WARN("not root: the other-owner case is not checked");
+  }
+}
+
 TEST_CASE("program file: truncated, corrupted, foreign and other-version files are refused", "[program_file][errors]") {
   const std::string good = compiler::serialize_program(synthetic_model(), knob_options());
   REQUIRE_NOTHROW(compiler::deserialize_program(good, "model.enf"));

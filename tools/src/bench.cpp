@@ -3,6 +3,7 @@
 
 #include "latency_histogram.h"
 
+#include "furiosa/core/file_io.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/statistics.h"
 
@@ -492,9 +493,7 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
                         {"modelled", modelled_json(r.modelled)},
                         {"host", host_json(r.modelled)},
                         {"bottleneck", bottleneck_json(r.modelled)}};
-    std::ofstream f(o.json);
-    f << j.dump(2) << "\n";
-    if (!f) throw Error(ErrorCode::IoError, fmt::format("cannot write '{}'", o.json.string()));
+    write_file_atomically(o.json, j.dump(2) + "\n", ErrorCode::IoError, "JSON report");
     fmt::print("wrote {}\n", o.json.string());
   }
   return r;

@@ -37,7 +37,10 @@ struct CachedCompile {
 };
 
 /// Compiles the ONNX or TFLite model at `path` (compiler/tflite_import.h import_model rules) with
-/// `options`, through the cache in `cache_dir` (nullopt: no cache). A hit loads
+/// `options`, through the cache in `cache_dir` (nullopt: no cache). The directory is created
+/// with mode 0700 when missing; one that belongs to another user or that others may write to is
+/// not used (logged; the model is compiled without the cache, CacheStatus::Off), since its
+/// entries are loaded as trusted programs. A hit loads
 /// `<cache_dir>/<key>.enf`; an entry that cannot be loaded (corrupt, truncated, other version) is
 /// logged and ignored, then replaced. A miss compiles and writes the entry atomically (temporary
 /// file + rename, so concurrent processes never see a partial entry); a failure to write (read-only

@@ -21,6 +21,15 @@ namespace furiosa {
 /// characters of the path are escaped in the message.
 std::string read_regular_file(const std::filesystem::path& path, ErrorCode code, std::string_view what);
 
+/// Writes `bytes` to `path` so that no reader ever sees a partial file and no link planted at a
+/// temporary name is followed: the bytes go to a new file `<path>.tmp.<pid>.<n>.<random>` in the
+/// same directory (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 & ~umask), which is then renamed over
+/// `path` (a symlink at `path` itself is replaced, not written through). Only a temporary file
+/// this call created is ever removed. Throws Error(code, "<path>: cannot write the <what>:
+/// <reason>") with ErrorSubject::of_file(path), the path escaped. Thread-safe.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
+                           ErrorCode code, std::string_view what);
+
 /// At most `count` first bytes of `path` when it is a regular file; empty when it is not, or
 /// cannot be opened or read. Never blocks on a FIFO or device; never throws.
 std::string read_file_prefix(const std::filesystem::path& path, std::size_t count) noexcept;
