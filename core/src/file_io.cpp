@@ -1,4 +1,4 @@
-// read_regular_file, write_file_atomically and read_file_prefix (file_io.h).
+// read_regular_file, write_file_atomically, process_label and read_file_prefix (file_io.h).
 #include "furiosa/core/file_io.h"
 
 #include <fcntl.h>
@@ -111,6 +111,13 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw fail(ec.message());
+}
+
+std::string process_label(long pid) {
+  std::string name = read_file_prefix(fmt::format("/proc/{}/comm", pid), 64);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
+  if (name.empty()) return fmt::format("process {}", pid);
+  return fmt::format("process {} '{}'", pid, escape_text(name, 32));
 }
 
 std::string read_file_prefix(const std::filesystem::path& path, std::size_t count) noexcept {

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/file_io.h"
 #include "furiosa/core/text.h"
 
 namespace furiosa::device::sim {
@@ -196,7 +197,7 @@ PeLocks::PeLocks(const std::string& dir, const DeviceFile& file) : device_file_(
       const std::string pe_name = fmt::format("npu{}pe{}", file.card, pe);
       const std::string who =
           holder.pid > 0
-              ? fmt::format("process {}{}", holder.pid,
+              ? fmt::format("{}{}", process_label(holder.pid),
                             holder.device_file.empty()
                                 ? ""
                                 : fmt::format(" ({})", escape_text(holder.device_file, 64)))

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/file_io.h"
 #include "text_scan.h"
 
 namespace furiosa::device {
@@ -149,7 +150,8 @@ std::vector<std::string> held_cores(const CardInfo& card, const DeviceFile& file
     if (!pe_busy(card, pe)) continue;
     const std::string name = DeviceFile{card.index, pe, pe}.name();
     const long pid = holder_pid(card, pe);
-    held.push_back(with_holders && pid > 0 ? fmt::format("{} (process {})", name, pid) : name);
+    held.push_back(with_holders && pid > 0 ? fmt::format("{} ({})", name, process_label(pid))
+                                           : name);
   }
   return held;
 }
@@ -163,7 +165,9 @@ std::string holders(const CardInfo& card, const DeviceFile& file) {
     if (pid > 0 && std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
   }
   if (pids.empty()) return "another session";
-  return fmt::format("process{} {}", pids.size() == 1 ? "" : "es", fmt::join(pids, ", "));
+  std::vector<std::string> labels;
+  for (long pid : pids) labels.push_back(process_label(pid));
+  return fmt::format("{}", fmt::join(labels, ", "));
 }
 
 std::vector<std::string> names(const std::vector<DeviceFile>& files) {

@@ -30,6 +30,12 @@ std::string read_regular_file(const std::filesystem::path& path, ErrorCode code,
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
                            ErrorCode code, std::string_view what);
 
+/// How a process is shown in messages such as DeviceBusy: "process 4242 'furiosa-serve'" -- the
+/// pid and its command name from /proc/<pid>/comm (Linux; at most 15 characters, escaped) -- or
+/// "process 4242" when the name cannot be read (the process has gone, or /proc is not mounted).
+/// Never throws beyond std::bad_alloc.
+std::string process_label(long pid);
+
 /// At most `count` first bytes of `path` when it is a regular file; empty when it is not, or
 /// cannot be opened or read. Never blocks on a FIFO or device; never throws.
 std::string read_file_prefix(const std::filesystem::path& path, std::size_t count) noexcept;
