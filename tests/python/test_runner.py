@@ -110,6 +110,19 @@ def test_load_errors(tmp_path, mnist_onnx):
     assert issubclass(errors.DeviceBusy, FuriosaRuntimeError)
 
 
+def test_errors_survive_pickling(tmp_path):
+    """An error crossing a process boundary (multiprocessing, Dask) keeps its class, one
+    "<Code>: " prefix and its attributes: pickling rebuilt it from args, doubling the prefix."""
+    import pickle
+    with pytest.raises(errors.ModelLoadFailed) as info:
+        create_runner(tmp_path / "missing.onnx")
+    again = pickle.loads(pickle.dumps(info.value))
+    assert type(again) is errors.ModelLoadFailed
+    assert str(again) == str(info.value) and str(again).startswith("ModelLoadFailed: ")
+    assert not str(again).startswith("ModelLoadFailed: ModelLoadFailed")
+    assert again.message == info.value.message and again.file == info.value.file
+
+
 def test_device_busy(mnist_onnx):
     with create_runner(mnist_onnx, device="npu0pe0"):
         with pytest.raises(errors.DeviceBusy) as info:

@@ -34,6 +34,13 @@ class FuriosaRuntimeError(Exception):
         self.tensor = tensor
         self.file = file
 
+    def __reduce__(self):
+        # Rebuilt from the message alone (not from args, which carry the "<Code>: " prefix: that
+        # would double it) plus the attributes, so an error crossing a process boundary
+        # (multiprocessing, Dask) reads the same on the other side.
+        return (type(self), (self.message,), {"device_file": self.device_file, "node": self.node,
+                                              "tensor": self.tensor, "file": self.file})
+
 
 def _define(name: str, *bases: type, doc: str) -> Type[FuriosaRuntimeError]:
     return type(name, (FuriosaRuntimeError, *bases), {"code": name, "__doc__": doc,
