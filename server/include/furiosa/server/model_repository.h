@@ -20,8 +20,9 @@ namespace furiosa::server {
 struct DynamicBatching {
   std::int64_t max_batch_size = 8;                        ///< requests per execution (>= 1)
   /// How long a group may wait for more requests once a device slot is free, from its first
-  /// request (>= 0; Triton's max_queue_delay_microseconds).
-  std::chrono::microseconds max_queue_delay{1000};
+  /// request (>= 0; Triton's max_queue_delay_microseconds, whose default 0 this keeps: groups
+  /// still form while every slot is busy).
+  std::chrono::microseconds max_queue_delay{0};
   /// Batch sizes to compile the model for besides max_batch_size (config.json
   /// "preferred_batch_size", Triton's name; each <= max_batch_size): see batch_ladder().
   std::vector<std::int64_t> preferred_batch_sizes;
