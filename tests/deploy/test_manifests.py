@@ -22,16 +22,9 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "server"))
-from serve_process import ServeProcess  # noqa: E402
+from serve_process import ServeProcess, env_path  # noqa: E402
 DEPLOY = ROOT / "deploy"
 MNIST = "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx"
-
-
-def env_path(name):
-    value = os.environ.get(name)
-    if not value or not pathlib.Path(value).exists():
-        pytest.fail(f"{name}={value!r} is not an existing path (run through ctest)")
-    return pathlib.Path(value)
 
 
 SERVE = env_path("FURIOSA_SERVE")

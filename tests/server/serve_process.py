@@ -37,6 +37,15 @@ def _kill_survivors():
         p.kill()
 
 
+def env_path(name):
+    """The existing path in environment variable `name` (set by ctest, tests/CMakeLists.txt);
+    fails the test with one line when it is unset or missing."""
+    value = os.environ.get(name)
+    if not value or not pathlib.Path(value).exists():
+        pytest.fail(f"{name}={value!r} is not an existing path (run through ctest)")
+    return pathlib.Path(value)
+
+
 def lock_dir():
     """A fresh simulator lock directory for one process (mode 0700, as the simulator requires)."""
     root = os.environ.get("FURIOSA_TEST_LOCK_ROOT")

@@ -18,18 +18,11 @@ import time
 import pytest
 import requests
 
-from serve_process import ServeProcess
+from serve_process import ServeProcess, env_path
 
 MNIST = "onnx-zoo/mnist-12-int8"
 REQUESTS = 25
 TIME_BOUND = 120.0  # seconds for Prometheus to start and scrape: a bound against hanging
-
-
-def env_path(name):
-    value = os.environ.get(name)
-    if not value or not pathlib.Path(value).exists():
-        pytest.fail(f"{name}={value!r} is not an existing path (run through ctest)")
-    return pathlib.Path(value)
 
 
 def tool(name):

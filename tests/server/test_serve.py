@@ -18,18 +18,11 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from serve_process import ServeProcess
+from serve_process import ServeProcess, env_path
 
 MNIST = "onnx-zoo/mnist-12-int8"
 MOBILENET = "onnx-zoo/mobilenetv2-12-int8"
 DIGITS = "furiosa-sdk/MNISTnet_uint8_quant_without_softmax"
-
-
-def env_path(name):
-    value = os.environ.get(name)
-    if not value or not pathlib.Path(value).exists():
-        pytest.fail(f"{name}={value!r} is not an existing path (run through ctest)")
-    return pathlib.Path(value)
 
 
 SHARED = env_path("FURIOSA_SHARED_MODELS_DIR")

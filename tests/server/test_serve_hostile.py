@@ -16,14 +16,7 @@ import numpy as np
 import pytest
 import requests
 
-from serve_process import ServeProcess
-
-
-def env_path(name):
-    value = os.environ.get(name)
-    if not value or not pathlib.Path(value).exists():
-        pytest.fail(f"{name}={value!r} is not an existing path (run through ctest)")
-    return pathlib.Path(value)
+from serve_process import ServeProcess, env_path
 
 
 SHARED = env_path("FURIOSA_SHARED_MODELS_DIR")
