@@ -57,7 +57,7 @@ void require_rank(const Node& n, const Value& v, std::size_t rank, const char* w
 }
 
 // Infers one node; returns false when the operator is unknown.
-bool infer_node(Graph& g, const Node& n) {
+bool infer_node(Graph& g, const Node& n, bool defer_constants) {
   const std::string op = n.qualified_op();
   if (op == "QuantizeLinear") {
     set_out(g, n, 0, zp_dtype(g, n, 2), in(g, n, 0).shape);
@@ -180,7 +180,15 @@ bool infer_node(Graph& g, const Node& n) {
     if (!cpu_op_supported(n, dtypes, nullptr)) return false;
     std::vector<const host::CpuValueInfo*> ptrs;
     for (std::size_t i = 0; i < n.inputs.size(); ++i) ptrs.push_back(n.inputs[i] >= 0 ? &infos[i] : nullptr);
-    auto outs = cpu_op_infer(n, ptrs);
+    auto outs = [&] {
+      if (!defer_constants) return cpu_op_infer(n, ptrs);
+      try {
+        return cpu_op_infer(n, ptrs);
+      } catch (const host::InputNotConstant&) {
+        return std::vector<std::pair<DType, Shape>>{};
+      }
+    }();
+    if (outs.empty() && !n.outputs.empty()) return false;
     for (std::size_t o = 0; o < outs.size(); ++o) set_out(g, n, o, outs[o].first, outs[o].second);
   }
   return true;
@@ -221,7 +229,7 @@ void infer_dtypes_only(Graph& g, const Node& n) {
 
 }  // namespace
 
-void infer_shapes(Graph& graph, const CompilerOptions& options) {
+static void infer_all(Graph& graph, const CompilerOptions& options, bool defer_constants) {
   if (options.batch_size < 1) {
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("batch size must be >= 1, got {}", options.batch_size));
@@ -239,7 +247,9 @@ void infer_shapes(Graph& graph, const CompilerOptions& options) {
       } else {
         throw Error(ErrorCode::IncompatibleModel,
                     fmt::format("graph input '{}' has symbolic dim {} ('{}'); only dim 0 (batch) "
-                                "may be symbolic", v.name, d, v.dim_params[d]));
+                                "may stay symbolic: pin the others with input_shapes (furiosa-run "
+                                "--input-shape {}=D0,D1,...)",
+                                v.name, d, v.dim_params[d], v.name));
       }
     }
   }
@@ -248,7 +258,7 @@ void infer_shapes(Graph& graph, const CompilerOptions& options) {
     for (int i : n.inputs) {
       if (i >= 0 && !graph.values[static_cast<std::size_t>(i)].has_shape) inputs_known = false;
     }
-    bool done = inputs_known && infer_node(graph, n);
+    bool done = inputs_known && infer_node(graph, n, defer_constants);
     if (!done) {
       for (int o : n.outputs) {
         if (o >= 0) graph.values[static_cast<std::size_t>(o)].has_shape = false;
@@ -256,6 +266,14 @@ void infer_shapes(Graph& graph, const CompilerOptions& options) {
       infer_dtypes_only(graph, n);
     }
   }
+}
+
+void infer_shapes(Graph& graph, const CompilerOptions& options) {
+  infer_all(graph, options, false);
+}
+
+void infer_shapes_deferring_constants(Graph& graph, const CompilerOptions& options) {
+  infer_all(graph, options, true);
 }
 
 }  // namespace furiosa::compiler

@@ -435,6 +435,10 @@ CompilerOptions options_of(const In& in) {
   o.without_quantize = in["without_quantize"].strs();
   o.normalized_pixel_outputs = in["normalized_pixel_outputs"].strs();
   for (const auto& [name, perm] : in["permute_input"].entries()) o.permute_input[name] = perm.i64s();
+  if (in.has("input_shapes")) {
+    for (const auto& [name, shape] : in["input_shapes"].entries())
+      o.input_shapes[name] = shape.i64s();
+  }
   o.remove_lower = in["remove_lower"].boolean();
   o.remove_unlower = in["remove_unlower"].boolean();
   return o;

@@ -183,9 +183,16 @@ json enc_model(const CompiledModel& m) {
 json enc_options(const CompilerOptions& o) {
   json permute = json::object();
   for (const auto& [name, perm] : o.permute_input) permute[name] = perm;
-  return {{"batch_size", o.batch_size}, {"pe_count", o.pe_count}, {"without_quantize", o.without_quantize},
-          {"normalized_pixel_outputs", o.normalized_pixel_outputs}, {"permute_input", permute},
-          {"remove_lower", o.remove_lower}, {"remove_unlower", o.remove_unlower}};
+  json shapes = json::object();
+  for (const auto& [name, shape] : o.input_shapes) shapes[name] = shape;
+  return {{"input_shapes", shapes},
+          {"batch_size", o.batch_size},
+          {"pe_count", o.pe_count},
+          {"without_quantize", o.without_quantize},
+          {"normalized_pixel_outputs", o.normalized_pixel_outputs},
+          {"permute_input", permute},
+          {"remove_lower", o.remove_lower},
+          {"remove_unlower", o.remove_unlower}};
 }
 
 }  // namespace

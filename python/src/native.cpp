@@ -177,6 +177,8 @@ void fill_options(runtime::SessionOptions& options, const std::string& device, i
     if (key == "without_quantize") c.without_quantize = item.second.cast<std::vector<std::string>>();
     else if (key == "normalized_pixel_outputs") c.normalized_pixel_outputs = item.second.cast<std::vector<std::string>>();
     else if (key == "permute_input") c.permute_input = item.second.cast<std::map<std::string, std::vector<std::int64_t>>>();
+    else if (key == "input_shapes")
+      c.input_shapes = item.second.cast<std::map<std::string, std::vector<std::int64_t>>>();
     else if (key == "remove_lower") c.remove_lower = item.second.cast<bool>();
     else if (key == "remove_unlower") c.remove_unlower = item.second.cast<bool>();
     else throw Error(ErrorCode::InvalidArgument, "compiler_config: unknown key '" + key + "'");

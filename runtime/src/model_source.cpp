@@ -18,14 +18,18 @@ std::string knobs_text(const program::CompilerOptions& o) {
     parts.push_back(fmt::format("normalized_pixel_outputs=[{}]", fmt::join(o.normalized_pixel_outputs, ",")));
   }
   for (const auto& [name, perm] : o.permute_input) parts.push_back(fmt::format("permute_input {}={}", name, fmt::join(perm, ",")));
+  for (const auto& [name, shape] : o.input_shapes)
+    parts.push_back(fmt::format("input_shapes {}={}", name, fmt::join(shape, ",")));
   if (o.remove_lower) parts.push_back("remove_lower");
   if (o.remove_unlower) parts.push_back("remove_unlower");
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 bool same_knobs(const program::CompilerOptions& a, const program::CompilerOptions& b) {
-  return a.without_quantize == b.without_quantize && a.normalized_pixel_outputs == b.normalized_pixel_outputs &&
-         a.permute_input == b.permute_input && a.remove_lower == b.remove_lower && a.remove_unlower == b.remove_unlower;
+  return a.without_quantize == b.without_quantize &&
+         a.normalized_pixel_outputs == b.normalized_pixel_outputs &&
+         a.permute_input == b.permute_input && a.input_shapes == b.input_shapes &&
+         a.remove_lower == b.remove_lower && a.remove_unlower == b.remove_unlower;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "bounded_json.h"
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 
 namespace furiosa::server {
 namespace {
@@ -116,9 +117,32 @@ ModelConfig read_config(const fs::path& file) {
         }
       }
       config.dynamic_batching = b;
+    } else if (key == "input_shapes") {
+      if (!value.is_object())
+        bad_file(file, "\"input_shapes\" must be an object {input name: [dims]}");
+      for (const auto& [name, dims] : value.items()) {
+        std::vector<std::int64_t> shape;
+        if (dims.is_array() && dims.size() <= 16) {
+          for (const auto& d : dims) {
+            if (!d.is_number_integer() || d.get<std::int64_t>() < 1 ||
+                d.get<std::int64_t>() > (1 << 24))
+              break;
+            shape.push_back(d.get<std::int64_t>());
+          }
+        }
+        if (shape.empty() || shape.size() != dims.size()) {
+          bad_file(
+              file,
+              fmt::format(
+                  "\"input_shapes.{}\" must be a list of 1 to 16 dims, each from 1 to 16777216",
+                  escape_text(name)));
+        }
+        config.input_shapes[name] = std::move(shape);
+      }
     } else {
-      bad_file(file, fmt::format(
-                         "unknown key \"{}\" (known: device, worker_num, batch_size, max_inflight, dynamic_batching)", key));
+      bad_file(file, fmt::format("unknown key \"{}\" (known: device, worker_num, batch_size, "
+                                 "max_inflight, dynamic_batching, input_shapes)",
+                                 escape_text(key)));
     }
   }
   if (config.dynamic_batching && config.batch_size != 1) {

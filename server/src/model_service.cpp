@@ -84,6 +84,7 @@ ModelService::ModelService(ModelEntry entry, ServiceMetrics& metrics) : entry_(s
   q.share_devices = true;
   q.worker_num = config.worker_num;
   q.batch_size = config.batch_size;
+  q.compiler_config.input_shapes = config.input_shapes;
   try {
     if (config.dynamic_batching) {
       batch_ = config.dynamic_batching->max_batch_size;

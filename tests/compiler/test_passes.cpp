@@ -56,16 +56,17 @@ TEST_CASE("a traced compile records one child span per pass run under Compile", 
   CHECK(first->attributes == std::vector<std::pair<std::string, std::string>>{{"nodes", "11"}});
 }
 
-TEST_CASE("the pipeline runs the eleven passes, from batch binding to shape inference", "[compiler][passes]") {
+TEST_CASE("the pipeline runs the twelve passes, from pinning input shapes to shape inference",
+          "[compiler][passes]") {
   const auto pipeline = compiler::detail::pass_pipeline();
   REQUIRE(!pipeline.empty());
-  CHECK(pipeline.front()->name() == "bind_batch");
+  CHECK(pipeline.front()->name() == "pin_input_shapes");
   CHECK(pipeline.back()->name() == "infer_shapes");
   std::vector<std::string> distinct;
   for (const auto* pass : pipeline) {
     if (std::find(distinct.begin(), distinct.end(), pass->name()) == distinct.end()) distinct.emplace_back(pass->name());
   }
-  CHECK(distinct.size() == 11);
+  CHECK(distinct.size() == 12);
 }
 
 TEST_CASE("compiling with no span open, or a paused profiler, records nothing", "[compiler][passes]") {

@@ -176,6 +176,7 @@ compiler::CompilerOptions knob_options() {
   o.without_quantize = {"x"};
   o.normalized_pixel_outputs = {"out", "other"};
   o.permute_input = {{"x", {0, 3, 1, 2}}};
+  o.input_shapes = {{"x", {1, 3, 640, 480}}};
   o.remove_lower = true;
   o.remove_unlower = true;
   return o;
@@ -230,6 +231,7 @@ TEST_CASE("program file: a synthetic model with every kernel, params and attribu
   CHECK(f.options.without_quantize == opts.without_quantize);
   CHECK(f.options.normalized_pixel_outputs == opts.normalized_pixel_outputs);
   CHECK(f.options.permute_input == opts.permute_input);
+  CHECK(f.options.input_shapes == opts.input_shapes);
   CHECK(f.options.remove_lower);
   CHECK(f.options.remove_unlower);
   const auto& g = f.model;

@@ -146,6 +146,15 @@ def test_compiler_config_sdk_forms(mnist_onnx, mnist_tflite):
         assert runner.model.input(0).numpy_dtype in (np.uint8, np.int8)
     with pytest.raises(errors.InvalidArgument):
         create_runner(mnist_onnx, compiler_config={"without_quantize": [3]})
+    # input_shapes pins free dims by input name; the model's own fixed shape is accepted, another
+    # one refused naming the input.
+    name = "Input3"
+    with create_runner(mnist_onnx, compiler_config={"input_shapes": {name: [1, 1, 28, 28]}}) as runner:
+        assert runner.model.input(0).shape == (1, 1, 28, 28)
+    with pytest.raises(errors.IncompatibleModel, match="input_shapes: input 'Input3' cannot take shape"):
+        create_runner(mnist_onnx, compiler_config={"input_shapes": {name: [1, 1, 28, 29]}})
+    with pytest.raises(errors.InvalidArgument):
+        create_runner(mnist_onnx, compiler_config={"input_shapes": [[1, 1, 28, 28]]})
     # remove_unlower keeps NHWC TFLite outputs as they are when there is nothing to unlower.
     with create_runner(mnist_tflite, compiler_config={"remove_unlower": False}) as runner:
         assert runner.model.output(0).shape == (1, 1, 1, 10)

@@ -28,6 +28,7 @@
 #include "furiosa/host/cpu_ops.h"
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
+#include "onnx_model_builder.h"
 #include "ort_reference.h"
 #include "test_support.h"
 
@@ -62,64 +63,13 @@ const std::vector<Geometry> kGeometries = {
 // Whether the Resizes sit between two QLinearConvs or alone between Quantize and Dequantize.
 enum class Context { QLinearConvs, Lone };
 
-// An ONNX model under construction (opset 13).
-struct ModelBuilder {
-  onnx::ModelProto m;
-  onnx::GraphProto* g;
-  ModelBuilder() : g(m.mutable_graph()) {
-    m.set_ir_version(7);
-    auto* op = m.add_opset_import();
-    op->set_domain("");
-    op->set_version(13);
-    g->set_name("resize_q8");
-  }
-  void value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* where, const std::string& name,
-             const Shape* shape) {
-    auto* v = where->Add();
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    if (shape) {
-      auto* s = t->mutable_shape();
-      for (auto d : *shape) s->add_dim()->set_dim_value(d);
-    }
-  }
-  template <class T>
-  void init(const std::string& name, int type, const std::vector<std::int64_t>& dims, const std::vector<T>& v) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(type);
-    for (auto d : dims) t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
-  }
-  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& in, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(fmt::format("{}_{}", op, g->node_size()));
-    for (const auto& i : in) n->add_input(i);
-    n->add_output(out);
-    return n;
-  }
-  static void attr(onnx::NodeProto* n, const std::string& key, const std::string& v) {
-    auto* a = n->add_attribute();
-    a->set_name(key);
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(v);
-  }
-  void save(const fs::path& p) const {
-    fs::create_directories(p.parent_path());
-    std::ofstream f(p, std::ios::binary);
-    REQUIRE(m.SerializeToOstream(&f));
-  }
-};
-
 // x (float32, `shape`) -> QuantizeLinear -> [QLinearConv] -> per mode of `modes`: Resize(linear)
 // over the spatial dims `hd`, `wd` -> [QLinearConv] -> DequantizeLinear -> y_<mode>. The
 // QLinearConvs are 1x1 identities with unit requantization (exact on both sides).
 void write_model(const fs::path& path, DType q, Context ctx, const Shape& shape, std::size_t hd, std::size_t wd,
                  const Geometry& geo, const std::vector<std::string>& modes) {
-  ModelBuilder b;
-  b.value(b.g->mutable_input(), "x", &shape);
+  test::OnnxModelBuilder b("resize_q8");
+  b.input("x", shape);
   const int qtype = q == DType::UInt8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
   const std::uint8_t zp = q == DType::UInt8 ? 128 : 0;
   b.init<float>("step", onnx::TensorProto::FLOAT, {}, {kStep});
@@ -156,15 +106,15 @@ void write_model(const fs::path& path, DType q, Context ctx, const Shape& shape,
                      geo.by_scales ? std::vector<std::string>{resize_in, "roi", "scales"}
                                    : std::vector<std::string>{resize_in, "roi", "no_scales", "sizes"},
                      "r_" + mode);
-    ModelBuilder::attr(n, "mode", "linear");
-    ModelBuilder::attr(n, "coordinate_transformation_mode", mode);
+    test::OnnxModelBuilder::attr(n, "mode", "linear");
+    test::OnnxModelBuilder::attr(n, "coordinate_transformation_mode", mode);
     std::string out = "r_" + mode;
     if (convs) {
       b.node("QLinearConv", {out, "step", "zp", "w", "one", "wzp", "step", "zp"}, "c_" + mode);
       out = "c_" + mode;
     }
     b.node("DequantizeLinear", {out, "step", "zp"}, "y_" + mode);
-    b.value(b.g->mutable_output(), "y_" + mode, nullptr);
+    b.output("y_" + mode);
   }
   b.save(path);
 }

@@ -53,6 +53,10 @@ TEST_CASE("the model repository serves each model's highest version with its con
   REQUIRE(models[1].config.dynamic_batching);
   CHECK(models[1].config.dynamic_batching->max_batch_size == 16);
   CHECK(models[1].config.dynamic_batching->max_queue_delay == std::chrono::microseconds(250));
+  write(repo / "mnist" / "config.json", R"({"input_shapes": {"Input3": [1, 1, 28, 28]}})");
+  models = server::scan_model_repository(repo);
+  CHECK(models[1].config.input_shapes ==
+        std::map<std::string, std::vector<std::int64_t>>{{"Input3", {1, 1, 28, 28}}});
 }
 
 TEST_CASE("bad model repositories are refused naming the file", "[server]") {
@@ -88,6 +92,13 @@ TEST_CASE("bad model repositories are refused naming the file", "[server]") {
   write(repo / "m" / "config.json", R"({"batch_size": 2, "dynamic_batching": {}})");
   CHECK_THROWS_WITH(server::scan_model_repository(repo),
                     Catch::Contains("config.json") && Catch::Contains("\"batch_size\" must be 1"));
+  for (const char* bad :
+       {R"({"input_shapes": [1, 3]})", R"({"input_shapes": {"x": [1, 0]}})",
+        R"({"input_shapes": {"x": []}})", R"({"input_shapes": {"x": [1, "a"]}})"}) {
+    write(repo / "m" / "config.json", bad);
+    CHECK_THROWS_WITH(server::scan_model_repository(repo),
+                      Catch::Contains("config.json") && Catch::Contains("\"input_shapes"));
+  }
   write(repo / "m" / "config.json", "[1, 2]");
   CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("not a JSON object"));
 }

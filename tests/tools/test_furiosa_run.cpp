@@ -142,6 +142,20 @@ TEST_CASE("furiosa-run takes the compiler's knobs: a uint8 NHWC input, uint8 pix
   const auto bad = furiosa_run(fmt::format("'{}' --permute-input Input3=0,3,x", (dir / "mnist-12-int8.onnx").string()), tmp);
   CHECK(bad.exit_code == 1);
   CHECK_THAT(bad.err, Catch::Contains("--permute-input 'Input3=0,3,x': 'x' is not an axis"));
+  // --input-shape: the model's own fixed shape is accepted, a contradicting one refused naming
+  // the input and the dim, a malformed one naming the flag.
+  const std::string model = (dir / "mnist-12-int8.onnx").string();
+  const auto same = furiosa_run(fmt::format("'{}' --input-shape Input3=1,1,28,28", model), tmp);
+  CHECK(same.exit_code == 0);
+  const auto other = furiosa_run(fmt::format("'{}' --input-shape Input3=1,1,28,29", model), tmp);
+  CHECK(other.exit_code == 1);
+  CHECK_THAT(
+      other.err,
+      Catch::Contains("input_shapes: input 'Input3' cannot take shape [1, 1, 28, 29]: dim 3 is "
+                      "fixed to 28 by the model"));
+  const auto malformed = furiosa_run(fmt::format("'{}' --input-shape Input3=1,1,a", model), tmp);
+  CHECK(malformed.exit_code == 1);
+  CHECK_THAT(malformed.err, Catch::Contains("--input-shape 'Input3=1,1,a': 'a' is not a dim"));
 }
 
 TEST_CASE("furiosa-run runs a uint8 TFLite model with its NHWC input", "[tools][model][tflite]") {

@@ -6,8 +6,41 @@
 #include <charconv>
 
 #include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
 
 namespace furiosa::tools {
+namespace {
+
+// "NAME=I0,I1,..." of flag `flag` as the name and the integers; `expected` describes the form,
+// `item` names one integer. Throws Error(InvalidArgument) naming the flag and the value.
+std::pair<std::string, std::vector<std::int64_t>> parse_name_and_list(const std::string& spec,
+                                                                      std::string_view flag,
+                                                                      std::string_view expected,
+                                                                      std::string_view item_name) {
+  const auto eq = spec.find('=');
+  auto bad = [&](std::string_view why) {
+    return Error(ErrorCode::InvalidArgument, fmt::format("{} '{}': {} (expected INPUT={})", flag,
+                                                         escape_text(spec), why, expected));
+  };
+  if (eq == std::string::npos || eq == 0) throw bad("no INPUT= before the list");
+  std::vector<std::int64_t> values;
+  std::string_view rest = std::string_view(spec).substr(eq + 1);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size()) {
+      throw bad(fmt::format("'{}' is not {}", escape_text(item), item_name));
+    }
+    values.push_back(v);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (values.empty()) throw bad("empty list");
+  return {spec.substr(0, eq), std::move(values)};
+}
+
+}  // namespace
 
 void add_compiler_flags(CLI::App& app, CompilerFlags& flags) {
   app.add_option("--without-quantize", flags.without_quantize,
@@ -20,6 +53,11 @@ void add_compiler_flags(CLI::App& app, CompilerFlags& flags) {
                  "INPUT=P0,P1,...: INPUT is given with its axes permuted like torch.permute (the "
                  "performance guide's rule): images=0,2,3,1 feeds NHWC images to an NCHW model, "
                  "images=0,3,1,2 NCHW images to an NHWC model; repeatable");
+  app.add_option(
+      "--input-shape", flags.input_shapes,
+      "INPUT=D0,D1,...: pins the symbolic (free) dims of INPUT's shape, like ONNX Runtime's "
+      "free-dimension overrides, so shape subgraphs fold at compile time; fixed dims must match "
+      "(e.g. images=1,3,640,640); repeatable");
   app.add_flag("--remove-lower", flags.remove_lower,
                "NPU-program inputs are given in the NPU's lowered layout (rows padded to 32): no host Lower");
   app.add_flag("--remove-unlower", flags.remove_unlower,
@@ -35,27 +73,14 @@ void apply_compiler_flags(const CompilerFlags& flags, program::CompilerOptions& 
   options.remove_unlower = flags.remove_unlower;
   if (!flags.target_npu.empty()) options.pe_count = program::parse_target_npu(flags.target_npu);
   for (const std::string& spec : flags.permute_input) {
-    const auto eq = spec.find('=');
-    auto bad = [&](std::string_view why) {
-      return Error(
-          ErrorCode::InvalidArgument,
-          fmt::format("--permute-input '{}': {} (expected INPUT=P0,P1,..., e.g. images=0,2,3,1)",
-                      spec, why));
-    };
-    if (eq == std::string::npos || eq == 0) throw bad("no INPUT= before the permutation");
-    std::vector<std::int64_t> perm;
-    std::string_view rest = std::string_view(spec).substr(eq + 1);
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      std::int64_t v = 0;
-      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-      if (ec != std::errc() || end != item.data() + item.size()) throw bad(fmt::format("'{}' is not an axis", item));
-      perm.push_back(v);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-    if (perm.empty()) throw bad("empty permutation");
-    options.permute_input[spec.substr(0, eq)] = std::move(perm);
+    auto [name, perm] =
+        parse_name_and_list(spec, "--permute-input", "P0,P1,..., e.g. images=0,2,3,1", "an axis");
+    options.permute_input[name] = std::move(perm);
+  }
+  for (const std::string& spec : flags.input_shapes) {
+    auto [name, shape] =
+        parse_name_and_list(spec, "--input-shape", "D0,D1,..., e.g. images=1,3,640,640", "a dim");
+    options.input_shapes[name] = std::move(shape);
   }
 }
 

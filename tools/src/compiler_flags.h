@@ -16,6 +16,7 @@ struct CompilerFlags {
   std::vector<std::string> without_quantize;          ///< --without-quantize INPUT (repeatable)
   std::vector<std::string> normalized_pixel_outputs;  ///< --normalized-pixel-outputs OUTPUT (repeatable)
   std::vector<std::string> permute_input;             ///< --permute-input INPUT=0,3,1,2 (repeatable)
+  std::vector<std::string> input_shapes;  ///< --input-shape INPUT=1,3,640,640 (repeatable)
   bool remove_lower = false;                          ///< --remove-lower
   bool remove_unlower = false;                        ///< --remove-unlower
   std::string target_npu;                             ///< --target-npu warboy|warboy-2pe ("" = the device's)
@@ -25,7 +26,8 @@ struct CompilerFlags {
 void add_compiler_flags(CLI::App& app, CompilerFlags& flags);
 
 /// Applies the parsed flags to `options` (batch size untouched). Throws Error(InvalidArgument)
-/// naming the flag and value for a malformed --permute-input or an unknown --target-npu.
+/// naming the flag and value for a malformed --permute-input / --input-shape or an unknown
+/// --target-npu.
 void apply_compiler_flags(const CompilerFlags& flags, program::CompilerOptions& options);
 
 }  // namespace furiosa::tools

@@ -1,6 +1,9 @@
 // fold_constants: Shape of a statically shaped value, and any node whose inputs are all constants
 // and that the host operator library runs, is evaluated once (by the host library) and becomes a
-// constant. DequantizeLinear is never folded (QDQ weights stay visible to fuse_qdq_operators); a
+// constant. Folding repeats, with shape inference in between, until nothing more folds: a shape
+// subgraph (Shape -> Gather/Slice -> Mul -> Concat -> Resize sizes) can give a value its shape
+// only once an earlier subgraph has folded, and that value's Shape folds in the next round.
+// DequantizeLinear is never folded (QDQ weights stay visible to fuse_qdq_operators); a
 // QuantizeLinear of constant float weights is: the weights are quantized at compile time with the
 // ONNX rule (host/quantize.h).
 #include <algorithm>
@@ -11,9 +14,25 @@
 namespace furiosa::compiler::detail {
 namespace {
 
-void run(PassContext& ctx) {
+// Shape's output for an input of static shape `s` (ONNX Shape-15: start/end, negative from the
+// back, clamped to [0, rank]).
+Tensor shape_of(const Node& n, const Shape& s) {
+  const auto rank = static_cast<std::int64_t>(s.size());
+  auto clamp = [&](std::int64_t v) {
+    return std::clamp(v < 0 ? v + rank : v, std::int64_t{0}, rank);
+  };
+  const std::int64_t start = clamp(n.attr_int("start", 0));
+  const std::int64_t end = std::max(start, clamp(n.attr_int("end", rank)));
+  Tensor t(DType::Int64, {end - start});
+  std::copy(s.begin() + start, s.begin() + end, t.as<std::int64_t>().begin());
+  return t;
+}
+
+// One round over the graph in order; returns how many nodes it folded.
+std::size_t fold_once(PassContext& ctx) {
   Graph& g = ctx.graph;
   std::vector<bool> dead(g.nodes.size(), false);
+  std::size_t folded = 0;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     // DequantizeLinear stays (QDQ fusion reads the quantized weights behind it); a
@@ -21,14 +40,11 @@ void run(PassContext& ctx) {
     // the ONNX rule (host/quantize.h), then fused like the integer-weight form.
     if (n.domain.empty() && n.op_type == "DequantizeLinear") continue;
     std::vector<Tensor> outs;
-    if (n.op_type == "Shape" && n.domain.empty() && n.inputs.size() == 1 && ctx.value(n.inputs[0]).has_shape &&
+    if (n.op_type == "Shape" && n.domain.empty() && n.inputs.size() == 1 &&
+        ctx.value(n.inputs[0]).has_shape &&
         std::all_of(ctx.value(n.inputs[0]).shape.begin(), ctx.value(n.inputs[0]).shape.end(),
-                    [](auto d) { return d >= 0; }) &&
-        n.attributes.empty()) {
-      const Shape& s = ctx.value(n.inputs[0]).shape;
-      Tensor t(DType::Int64, {static_cast<std::int64_t>(s.size())});
-      std::copy(s.begin(), s.end(), t.as<std::int64_t>().begin());
-      outs.push_back(std::move(t));
+                    [](auto d) { return d >= 0; })) {
+      outs.push_back(shape_of(n, ctx.value(n.inputs[0]).shape));
     } else {
       if (n.inputs.empty()) continue;
       std::vector<const Tensor*> ins;
@@ -57,12 +73,21 @@ void run(PassContext& ctx) {
       v.constant = std::move(outs[o]);
     }
     dead[i] = true;
+    ++folded;
     ctx.note_entry(n, "constant", "-",
                    n.op_type == "QuantizeLinear"
                        ? "constant float weights quantized at compile time (QuantizeLinear rule)"
                        : "all inputs are known at compile time: evaluated once");
   }
   ctx.compact(dead);
+  return folded;
+}
+
+void run(PassContext& ctx) {
+  // Each round folds at least one node, so there are at most as many rounds as nodes.
+  while (fold_once(ctx) > 0) infer_shapes_deferring_constants(ctx.graph, ctx.options);
+  // Whatever still waits on a value that is not a constant stays dynamic: named here.
+  infer_shapes(ctx.graph, ctx.options);
 }
 
 }  // namespace

@@ -91,6 +91,7 @@ bool is_table_op(const Node& n);
 
 // The passes, one per file of this folder named after the pass (what each does: its file's
 // comment).
+extern const Pass kPinInputShapes;
 extern const Pass kBindBatch;
 extern const Pass kInferShapes;
 extern const Pass kWithoutQuantize;

@@ -9,7 +9,8 @@
 namespace furiosa::compiler::detail {
 
 std::span<const Pass* const> pass_pipeline() {
-  static constexpr std::array<const Pass*, 16> pipeline = {
+  static constexpr std::array<const Pass*, 17> pipeline = {
+      &kPinInputShapes,
       &kBindBatch,
       &kInferShapes,
       &kWithoutQuantize,

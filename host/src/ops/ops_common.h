@@ -265,7 +265,11 @@ struct Ctx {
   const Tensor& constant(std::size_t i, const char* what) const {
     const In& x = get(i, what);
     if (!x.value) {
-      bad(fmt::format("input {} ({}) must be a constant to infer the output shape", i, what));
+      throw InputNotConstant(
+          ErrorCode::IncompatibleModel,
+          fmt::format("node '{}' ({}): input {} ({}) must be a constant to infer the output shape",
+                      escape_text(node.name), escape_text(node.qualified_op()), i, what),
+          ErrorSubject::of_node(node.name));
     }
     return *x.value;
   }

@@ -12,7 +12,7 @@ from .errors import InvalidArgument
 
 # The keys of compiler_config (FuriosaAI SDK names); compiler/compiler.h CompilerOptions.
 COMPILER_CONFIG_KEYS = ("without_quantize", "normalized_pixel_outputs", "permute_input",
-                        "remove_lower", "remove_unlower")
+                        "input_shapes", "remove_lower", "remove_unlower")
 
 
 def model_path(model: Any) -> str:
@@ -66,6 +66,9 @@ def compiler_config_of(config: Optional[Mapping],
       per input in order; a ``permute`` there is the input's permute_input);
     * ``normalized_pixel_outputs``: a list of output names or indices;
     * ``permute_input``: ``{input name: perm}`` or a list of perms, one per input in order;
+    * ``input_shapes``: ``{input name: shape}``, pinning the input's symbolic dims (ONNX
+      Runtime's free-dimension overrides; names only: describing a model with free dims needs
+      them pinned first);
     * ``remove_lower`` / ``remove_unlower``: bool.
 
     ``describe`` gives the model's (inputs, outputs) descriptions; it is called only when an index
@@ -128,6 +131,17 @@ def compiler_config_of(config: Optional[Mapping],
             if not isinstance(value, Sequence) or isinstance(value, str):
                 raise InvalidArgument(f"compiler_config.{key}: expected a list, got {value!r}")
             out[key] = [resolve(key, v, 1) for v in value]
+        elif key == "input_shapes":
+            if not isinstance(value, Mapping):
+                raise InvalidArgument(f"compiler_config.{key}: expected {{input name: shape}}, got {value!r}")
+            shapes: Dict[str, List[int]] = {}
+            for name, shape in value.items():
+                if (not isinstance(name, str) or isinstance(shape, str) or not isinstance(shape, Sequence)
+                        or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape)):
+                    raise InvalidArgument(f"compiler_config.{key}: expected {{input name: [dims]}}, "
+                                          f"got {name!r}: {shape!r}")
+                shapes[name] = [int(d) for d in shape]
+            out[key] = shapes
         elif key == "permute_input":
             if isinstance(value, Mapping):
                 for name, perm in value.items():

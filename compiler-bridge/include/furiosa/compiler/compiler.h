@@ -40,6 +40,12 @@ using program::summarize_placement;
 /// computed from them) keep has_shape == false; compile() reports those nodes.
 void infer_shapes(Graph& graph, const CompilerOptions& options);
 
+/// infer_shapes, except that a node whose output shape depends on an input that is not yet a
+/// constant (host::InputNotConstant: Resize sizes, Tile repeats, ... computed by a shape
+/// subgraph) gets outputs of unknown shape instead of an error, so constant folding can run
+/// first; the compiler's last inference is the strict one, which names such a node.
+void infer_shapes_deferring_constants(Graph& graph, const CompilerOptions& options);
+
 /// Compiles a graph: folds constants (Shape/Gather/... subgraphs), rewrites QDQ groups into
 /// quantized operators, then partitions the nodes in graph order into NPU segments (each one
 /// NPU program) and host operators. Throws Error(UnsupportedOperator) listing every node (name,

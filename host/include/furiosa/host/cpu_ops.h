@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "furiosa/core/error.h"
 #include "furiosa/core/tensor.h"
 #include "furiosa/host/op_node.h"
 
@@ -49,11 +50,19 @@ struct CpuValueInfo {
 /// `split` (input since opset 13), Slice's starts/ends/axes/steps (inputs since opset 10),
 /// ReduceMean's `axes` (input since opset 18), Resize's scales/sizes, TopK's K, Range's inputs,
 /// ConstantOfShape's shape, Expand's shape, Tile's repeats, Pad's pads and axes, and every input
-/// of NonMaxSuppression (its output count depends on the scores). `inputs[i]` may be null for an omitted optional
-/// input. Shapes must be fully known (no -1 dims).
-/// Throws Error(IncompatibleModel) naming the node (name and op) when the inputs do not fit the
-/// operator (rank, broadcast, channel counts, missing required input or constant, bad attribute),
-/// and Error(UnsupportedOperator) when cpu_op_supported would say no.
+/// of NonMaxSuppression (its output count depends on the scores). `inputs[i]` may be null for an
+/// omitted optional input. Shapes must be fully known (no -1 dims). Throws Error(IncompatibleModel)
+/// naming the node (name and op) when the inputs do not fit the operator (rank, broadcast, channel
+/// counts, missing required input or constant, bad attribute), and Error(UnsupportedOperator) when
+/// cpu_op_supported would say no. The Error(IncompatibleModel) cpu_op_infer throws when an input
+/// that decides the output shape (Resize's sizes, Tile's repeats, ... as listed above) is not a
+/// constant. A compiler may treat the node's outputs as not yet known and infer again once constant
+/// folding has given that input a value; the message names the node and the input.
+class InputNotConstant : public Error {
+ public:
+  using Error::Error;
+};
+
 std::vector<std::pair<DType, Shape>> cpu_op_infer(const OpNode& node,
                                                   const std::vector<const CpuValueInfo*>& inputs);
 

@@ -34,6 +34,13 @@ struct CompilerOptions {
   /// runs after the per-tensor host Quantize and, for {0, 3, 1, 2}, inside the host Lower step;
   /// otherwise on the NPU (quantized) or as a host Transpose.
   std::map<std::string, std::vector<std::int64_t>> permute_input;
+  /// Input name -> its whole shape (every dim >= 1): pins the input's symbolic (free) dims, the
+  /// way ONNX Runtime's free-dimension overrides do, so values computed from shapes (Shape ->
+  /// Gather/Slice -> Concat -> Resize sizes, Tile repeats, Reshape shapes) fold to constants at
+  /// compile time. The rank and every fixed dim of the model's input must match, else compile()
+  /// raises IncompatibleModel naming the input. Applied before batch_size (a pinned dim 0 of 1
+  /// is then multiplied like any fixed batch of 1).
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
   /// The caller gives NPU-program inputs in the NPU's lowered layout (LoweredNCHW: each row
   /// padded to 32 elements; the input's shape then reports the padded width, format
   /// "lowered_nchw"), so no host Lower

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ struct ModelConfig {
   std::size_t max_inflight = 64;
   /// Dynamic batching; nullopt = every request is its own execution.
   std::optional<DynamicBatching> dynamic_batching;
+  /// "input_shapes": input name -> its whole shape, pinning the model's symbolic (free) dims
+  /// (CompilerOptions::input_shapes, as furiosa-run --input-shape); empty = none.
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
 };
 
 /// One servable model: the highest numeric VERSION folder of MODEL_NAME holding a model file.
