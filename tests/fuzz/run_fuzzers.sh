@@ -79,6 +79,35 @@ open(f"{d}/chunked.http", "wb").write(b"POST /v2/models/mnist/infer HTTP/1.1\r\n
 PY
 seed fuzz_v2_request "$work/v2/json.body" 001
 for s in "$work"/v2/*.http; do seed fuzz_v2_request "$s" 000; done
+# The same input as a gRPC ModelInferRequest (protoc --encode of a text-format message): typed
+# contents, and raw_input_contents with an output asked for.
+/usr/bin/python3 - "$work/grpc" "$models/onnx-zoo/mnist-12-int8/test_data_set_0/input_0.pb" <<'PY'
+import sys, os, onnx
+from onnx import numpy_helper
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+t = onnx.TensorProto(); t.ParseFromString(open(sys.argv[2], "rb").read())
+x = numpy_helper.to_array(t).reshape(-1)
+def tensor(name, datatype, shape, contents=None):
+    c = f" contents {{ {contents} }}" if contents else ""
+    return f'inputs {{ name: "{name}" datatype: "{datatype}" ' + " ".join(f"shape: {s}" for s in shape) + c + " }\n"
+typed = 'model_name: "mnist" id: "r1"\n'
+typed += tensor("Input3", "FP32", [1, 1, 28, 28], " ".join(f"fp32_contents: {v!r}" for v in x.tolist()))
+typed += tensor("u8", "UINT8", [2, 3], " ".join(f"uint_contents: {v}" for v in [0, 1, 2, 253, 254, 255]))
+typed += tensor("i64", "INT64", [3], "int64_contents: -1 int64_contents: 0 int64_contents: 9223372036854775807")
+open(f"{d}/typed.txt", "w").write(typed)
+def esc(b): return "".join(f"\\{c:03o}" for c in b)
+raw = 'model_name: "mnist"\n' + tensor("Input3", "FP32", [1, 1, 28, 28]) + tensor("u8", "UINT8", [2, 3])
+raw += tensor("i64", "INT64", [3]) + 'outputs { name: "u8" }\n'
+raw += f'raw_input_contents: "{esc(x.astype("<f4").tobytes())}"\n'
+raw += f'raw_input_contents: "{esc(bytes([0, 1, 2, 253, 254, 255]))}"\n'
+raw += f'raw_input_contents: "{esc((7).to_bytes(8, "little") * 3)}"\n'
+open(f"{d}/raw.txt", "w").write(raw)
+PY
+for s in "$work"/grpc/*.txt; do
+  protoc --proto_path="$repo/server/proto" --encode=inference.ModelInferRequest grpc_predict_v2.proto \
+    < "$s" > "${s%.txt}.bin"
+  seed fuzz_grpc_infer_request "${s%.txt}.bin"
+done
 for s in "$here"/seeds/trace_file/*.json; do seed fuzz_trace_file "$s" 001; done
 for s in "$here"/seeds/trace_file/*.csv; do seed fuzz_trace_file "$s" 000; done
 for s in "$here"/seeds/device_spec/*; do seed fuzz_device_spec "$s"; done
@@ -104,7 +133,7 @@ run_target() {  # run_target TARGET: replays the regressions, then fuzzes; non-z
   echo
 }
 targets=(fuzz_onnx_model fuzz_tflite_model fuzz_tensor_file fuzz_program_file fuzz_trace_file fuzz_device_spec
-         fuzz_v2_request)
+         fuzz_v2_request fuzz_grpc_infer_request)
 for target in "${targets[@]}"; do
   exe="$build/tests/fuzz/$target"
   [ -x "$exe" ] || { echo "run_fuzzers: $exe was not built (cmake --build $build --target fuzzers)" >&2; exit 1; }

@@ -17,7 +17,10 @@ namespace furiosa::compiler::detail {
 namespace {
 
 void run(PassContext& ctx) {
-  for (const auto& [name, shape] : ctx.options.input_shapes) {
+  for (const auto& entry : ctx.options.input_shapes) {
+    // (Not a structured binding: clang 14 cannot capture one in the lambda below.)
+    const std::string& name = entry.first;
+    const std::vector<std::int64_t>& shape = entry.second;
     Value& v = ctx.value(ctx.graph_input(name, "input_shapes"));
     auto refuse = [&](const std::string& why) {
       return Error(ErrorCode::IncompatibleModel,
