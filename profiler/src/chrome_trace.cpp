@@ -48,11 +48,19 @@
 //   operator_index, dram_base, cycles; flow_id (number) when non-zero.
 //
 // Flows: the spans sharing a non-zero flow_id (an Enqueue and its Execution) are linked by flow
-// events with "id": flow_id, "cat": "flow", "name": "<first span name>-><last span name>" (e.g.
+// events with "id": flow_id, "name": "<first span name>-><last span name>" (e.g.
 // "Enqueue->Execution"): "ph":"s" at the earliest span's start on its track, "ph":"f" with
 // "bp":"e" (bind to the enclosing slice) at the latest span's start on its track, and "ph":"t"
-// at the start of any span in between. A flow_id carried by a single span (the other end was
-// dropped, e.g. while paused) produces no flow events.
+// at the start of any span in between, each with exactly its slice's "ts", "pid" and "tid". A
+// flow_id carried by a single span (the other end was dropped, e.g. while paused) produces no
+// flow events. Chrome DevTools binds a flow event to the slice with the same ts, pid, tid AND cat,
+// and pairs the events of one flow by cat, name and id (front_end/models/trace/handlers/
+// FlowsHandler.ts), so one category must hold the whole flow: the flow events and every slice of
+// the flow carry the category of its last span ("NPU" for Enqueue -> Execution; the Enqueue
+// slice, the host's submission to the NPU's queue, is written "NPU" although it is a Runtime
+// span). Perfetto binds by thread and time alone and draws the same arrows. The reader takes a
+// span's category from its process (pid 1 Host = Runtime, pid >= 100 = NPU), so the round trip
+// keeps Enqueue a Runtime span.
 //
 // Counters ("ph":"C", "cat":"NPU", on the card's process, computed from the spans at export):
 //   - "Queue depth PE <pe>" {"depth": n}: executions in flight on the device whose first PE is
@@ -203,6 +211,7 @@ void append_metadata(const std::vector<Track>& tracks, json& events) {
 struct FlowMark {
   char phase = 0;
   std::string name;
+  std::string_view cat;  ///< the flow's category: its last span's, for its events and slices
 };
 
 /// Flow marks indexed like `spans` (which are in span order, so "first" means earliest start).
@@ -215,9 +224,10 @@ std::vector<FlowMark> flow_marks(const std::vector<SpanRecord>& spans) {
   for (const auto& [flow_id, members] : groups) {
     if (members.size() < 2) continue;
     const std::string name = spans[members.front()].name + "->" + spans[members.back()].name;
+    const std::string_view cat = category_name(spans[members.back()].cat);
     for (std::size_t k = 0; k < members.size(); ++k) {
       const char phase = k == 0 ? 's' : (k + 1 == members.size() ? 'f' : 't');
-      marks[members[k]] = FlowMark{phase, name};
+      marks[members[k]] = FlowMark{phase, name, cat};
     }
   }
   return marks;
@@ -362,19 +372,20 @@ json chrome_trace_document(std::vector<SpanRecord> spans, const TraceInfo& info)
                                                      {"args", span_args(span)}}});
       continue;
     }
-    timed.push_back(TimedEvent{span.start_ns, json{{"ph", "X"},
-                                                   {"name", span.name},
-                                                   {"cat", category_name(span.cat)},
-                                                   {"ts", ts},
-                                                   {"dur", dur},
-                                                   {"pid", track.pid},
-                                                   {"tid", track.tid},
-                                                   {"args", span_args(span)}}});
     const FlowMark& mark = marks[i];
+    timed.push_back(TimedEvent{span.start_ns,
+                               json{{"ph", "X"},
+                                    {"name", span.name},
+                                    {"cat", mark.phase != 0 ? mark.cat : category_name(span.cat)},
+                                    {"ts", ts},
+                                    {"dur", dur},
+                                    {"pid", track.pid},
+                                    {"tid", track.tid},
+                                    {"args", span_args(span)}}});
     if (mark.phase != 0) {
       json flow{{"ph", std::string(1, mark.phase)},
                 {"name", mark.name},
-                {"cat", "flow"},
+                {"cat", mark.cat},
                 {"id", span.flow_id},
                 {"ts", ts},
                 {"pid", track.pid},

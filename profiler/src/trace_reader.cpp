@@ -73,8 +73,16 @@ SpanRecord span_of(const json& e) {
   const auto name = e.find("name");
   if (name == e.end() || !name->is_string()) throw BadTrace("no name");
   r.name = name->get<std::string>();
+  // The category is the process's (pid 1 "Host" = Runtime, pid 100 + card = NPU, as the exporter
+  // writes them): a flow's slices share one "cat" for Chrome DevTools (chrome_trace.cpp), so an
+  // Enqueue is written "NPU". Without a pid, "cat" decides.
+  const auto pid = e.find("pid");
   const auto cat = e.find("cat");
-  r.cat = cat != e.end() && cat->is_string() && *cat == "NPU" ? Category::NPU : Category::Runtime;
+  if (pid != e.end() && pid->is_number_integer()) {
+    r.cat = pid->get<std::int64_t>() >= 100 ? Category::NPU : Category::Runtime;
+  } else {
+    r.cat = cat != e.end() && cat->is_string() && *cat == "NPU" ? Category::NPU : Category::Runtime;
+  }
   const auto ts = e.find("ts");
   if (ts == e.end()) throw BadTrace("no ts");
   r.start_ns = us_to_ns(*ts, "ts");

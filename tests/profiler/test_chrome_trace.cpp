@@ -171,7 +171,8 @@ TEST_CASE("Chrome trace: Host and NPU processes with thread and PE tracks", "[pr
   const json enqueue = complete_event(doc, "Enqueue");
   CHECK(enqueue.at("pid") == 1);
   CHECK(enqueue.at("tid") == 7);
-  CHECK(enqueue.at("cat") == "Runtime");
+  CHECK(enqueue.at("cat") == "NPU");  // the category of its flow (Enqueue -> Execution)
+  CHECK(complete_event(doc, "Inference").at("cat") == "Runtime");
   const json conv = complete_event(doc, "LowLevelConv2d");
   CHECK(conv.at("pid") == 100);
   CHECK(conv.at("tid") == 1);
@@ -223,8 +224,8 @@ TEST_CASE("Chrome trace: a flow pair from Enqueue to Execution", "[profiler][chr
   const json& f = finishes.front();
   CHECK(s.at("id") == 42);
   CHECK(s.at("id") == f.at("id"));
-  CHECK(s.at("cat") == "flow");
-  CHECK(f.at("cat") == "flow");
+  CHECK(s.at("cat") == "NPU");
+  CHECK(f.at("cat") == "NPU");
   CHECK(s.at("name") == "Enqueue->Execution");
   CHECK(f.at("name") == s.at("name"));
   CHECK(f.at("bp") == "e");
@@ -237,6 +238,22 @@ TEST_CASE("Chrome trace: a flow pair from Enqueue to Execution", "[profiler][chr
   CHECK(f.at("ts") == execution.at("ts"));
   CHECK(f.at("pid") == execution.at("pid"));
   CHECK(f.at("tid") == execution.at("tid"));
+  // Chrome DevTools binds each phase to the slice of the same ts, pid, tid and cat, and pairs the
+  // phases by cat, name and id (FlowsHandler.ts): exactly one slice per phase, one category.
+  CHECK(s.at("cat") == enqueue.at("cat"));
+  CHECK(f.at("cat") == execution.at("cat"));
+  auto bound = [&](const json& phase) {
+    int n = 0;
+    for (const auto& e : doc.at("traceEvents")) {
+      if (e.at("ph") == "X" && e.at("ts") == phase.at("ts") && e.at("pid") == phase.at("pid") &&
+          e.at("tid") == phase.at("tid") && e.at("cat") == phase.at("cat")) {
+        ++n;
+      }
+    }
+    return n;
+  };
+  CHECK(bound(s) == 1);
+  CHECK(bound(f) == 1);
 }
 
 TEST_CASE("Chrome trace: children lie within their parent on the same track",

@@ -42,8 +42,10 @@ std::vector<OrtOutputs> run_ort(const fs::path& model, const std::string& input_
     FAIL("node (Node.js) not found (" << node.string() << "): install Debian's nodejs and npm (.ci/install-deps)");
   }
   if (!fs::is_directory(modules)) {
-    FAIL("onnxruntime-node is not installed in " << modules.string()
-         << ": run ctest (fixture ort_node_install) or tests/reference/install_ort.sh");
+    FAIL("onnxruntime-node is not installed in "
+         << modules.string()
+         << ": run ctest (fixture ort_node_install) or tests/install_npm_package.sh "
+            "tests/reference/package.json DIR");
   }
   fs::create_directories(work);
   nlohmann::json job;
