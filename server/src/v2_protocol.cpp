@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -149,10 +150,25 @@ InferRequest decode_infer_request(std::string_view body, std::optional<std::size
     }
     json_size = *header_length;
   }
+  // A request's JSON holds its tensors' elements (when not binary) and a little more: names,
+  // datatypes, shapes, parameters, outputs asked for. Values beyond that bound cannot make a
+  // valid request, and each would cost a tree node (bounded_json.h), so the parse stops there.
+  std::size_t max_values = kMaxJsonRequestOverhead;
+  for (const auto& d : model_inputs) {
+    std::size_t elements = 1;
+    for (const std::int64_t dim : d.shape)
+      elements *= static_cast<std::size_t>(std::max<std::int64_t>(dim, 0));
+    max_values += elements;
+  }
   json request;
-  const JsonParse parsed = parse_bounded_json(body.substr(0, json_size), request);
+  const JsonParse parsed = parse_bounded_json(body.substr(0, json_size), request, max_values);
   if (parsed == JsonParse::TooDeep) {
     bad_request(fmt::format("the JSON is nested deeper than {} levels", kMaxJsonDepth));
+  }
+  if (parsed == JsonParse::TooManyValues) {
+    bad_request(fmt::format(
+        "the JSON holds more than {} values, and the model's inputs have {} elements in all",
+        max_values, max_values - kMaxJsonRequestOverhead));
   }
   if (parsed != JsonParse::Ok || !request.is_object()) bad_request("the body is not a JSON object");
   InferRequest out;

@@ -1,6 +1,7 @@
 // KServe v2 request decoding and response encoding (server/v2_protocol.h) on the real
 // mnist-12-int8 input and the model's descriptions.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstring>
@@ -177,6 +178,36 @@ TEST_CASE("JSON nested past the limit is refused while parsing, not walked (100,
   // One level more is refused.
   at_limit["inputs"][0]["data"] = json::array({wrapped});
   require_invalid(at_limit.dump(), std::nullopt, m, "nested deeper than 64 levels");
+}
+
+TEST_CASE("JSON with more values than the model's inputs can use is refused while parsing",
+          "[server]") {
+  // A 250 MiB body of "0," took 4.4 GB of furiosa-serve's memory as a JSON tree before this
+  // bound; the parse now stops at the 784 elements of mnist's input + 65,536 values of overhead.
+  const auto m = mnist_model();
+  const auto& d = m.inputs.at(0);
+  const Tensor x = mnist_input();
+  json good = json_request(d, x);
+  const std::size_t budget = 784 + 65'536;
+  // As many numbers as the budget holds minus the request's other values decode up to the usual
+  // element-count check; one past the budget is refused by the parser.
+  json big = good;
+  big["inputs"][0]["data"] = json::array();
+  for (std::size_t i = 0; i < budget + 1; ++i) big["inputs"][0]["data"].push_back(0);
+  require_invalid(
+      big.dump(), std::nullopt, m,
+      "the JSON holds more than 66320 values, and the model's inputs have 784 elements in all");
+  json fits = good;
+  fits["inputs"][0]["data"] = json::array();
+  for (std::size_t i = 0; i < 1000; ++i) fits["inputs"][0]["data"].push_back(0);
+  require_invalid(fits.dump(), std::nullopt, m, "has 1000 elements, the shape needs 784");
+  // Keys count too: an object of 70,000 parameters is refused the same way.
+  json keys = good;
+  for (int i = 0; i < 70'000; ++i) keys["parameters"][fmt::format("k{}", i)] = 1;
+  require_invalid(keys.dump(), std::nullopt, m, "the JSON holds more than 66320 values");
+  // The real request is unaffected.
+  const auto decoded = server::decode_infer_request(good.dump(), std::nullopt, m.inputs);
+  CHECK(std::memcmp(decoded.inputs[0].bytes().data(), x.bytes().data(), x.size_bytes()) == 0);
 }
 
 TEST_CASE("names from a request reach error messages escaped, on one line", "[server]") {
