@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -101,6 +102,14 @@ Tensor seeded_ints(DType d, const Shape& shape, int lo, int hi, unsigned seed) {
     }
   }
   return t;
+}
+
+std::size_t distinct(const Tensor& t) {
+  std::vector<double> v;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(t.elements()); ++i)
+    v.push_back(element(t, i));
+  std::sort(v.begin(), v.end());
+  return static_cast<std::size_t>(std::unique(v.begin(), v.end()) - v.begin());
 }
 
 std::vector<std::string> placements(const runtime::Runner& runner, const std::string& op) {

@@ -31,6 +31,10 @@ std::filesystem::path write_peer_model(const std::string& name, const std::strin
 /// std::mt19937(seed).
 Tensor seeded_ints(DType d, const Shape& shape, int lo, int hi, unsigned seed);
 
+/// The number of distinct element values of `t` (guards comparisons against degenerate data: an
+/// output clamped to one value would compare equal trivially).
+std::size_t distinct(const Tensor& t);
+
 /// The placement ("npu", "fallback", "constant", ...) of every report entry of operator `op`
 /// (the IR's op type, "furiosa::Requantize" for a custom domain).
 std::vector<std::string> placements(const runtime::Runner& runner, const std::string& op);
