@@ -480,3 +480,36 @@ TEST_CASE("TFLite peer: GATHER and CAST (imported before the peer existed), uint
     }
   }
 }
+
+TEST_CASE("TFLite peer: refusals of the new operators are one line naming the operator",
+          "[tflite_peer][errors]") {
+  auto refused = [](const std::string& bytes, const std::string& name) -> std::string {
+    try {
+      (void)runtime::create_runner(test::write_peer_model(name, bytes), peer_options());
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+      return e.message();
+    }
+    FAIL(name << " was accepted");
+    return {};
+  };
+  const QSpec q{{0.05f}, {128}};
+  {  // GATHER_ND with computed indices
+    TfliteWriter w;
+    const int x = w.tensor("x", fb::TensorType::UINT8, {4, 3}, &q);
+    const int i = w.tensor("indices", fb::TensorType::INT32, {2, 1});
+    const int y = w.tensor("y", fb::TensorType::UINT8, {2, 3}, &q);
+    w.op(107, {x, i}, {y});
+    const std::string msg = refused(w.finish({x, i}, {y}), "gather_nd_dynamic.tflite");
+    CHECK_THAT(msg, Catch::Contains("operator 0 (GATHER_ND)") &&
+                        Catch::Contains("indices 'indices' must be constant"));
+  }
+  {  // uint8 EXP (TFLite's EXP takes no uint8)
+    TfliteWriter w;
+    const int x = w.tensor("x", fb::TensorType::UINT8, {1, 8}, &q);
+    const int y = w.tensor("y", fb::TensorType::UINT8, {1, 8}, &q);
+    w.op(47, {x}, {y});
+    const std::string msg = refused(w.finish({x}, {y}), "exp_uint8_refused.tflite");
+    CHECK_THAT(msg, Catch::Contains("operator 0 (EXP)") && Catch::Contains("uint8"));
+  }
+}
