@@ -513,3 +513,34 @@ TEST_CASE("TFLite peer: refusals of the new operators are one line naming the op
     CHECK_THAT(msg, Catch::Contains("operator 0 (EXP)") && Catch::Contains("uint8"));
   }
 }
+
+TEST_CASE(
+    "TFLite peer: RSQRT as a 256-entry table on the NPU, int8 (TFLite's RSQRT takes no uint8)",
+    "[tflite_peer]") {
+  constexpr int kRsqrt = 76;
+  struct Params {
+    float in_scale;
+    int in_zp;
+    float out_scale;
+    int out_zp;
+  };
+  for (const Params p : {Params{0.05f, -128, 0.02f, -128}, Params{0.0123f, -100, 0.07f, -20},
+                         Params{1.5f, -128, 0.004f, -128}}) {
+    const std::string name = fmt::format("rsqrt_{}_{}_{}_int8", p.in_scale, p.in_zp, p.out_scale);
+    INFO(name);
+    TfliteWriter w;
+    const QSpec qx{{p.in_scale}, {p.in_zp}}, qy{{p.out_scale}, {p.out_zp}};
+    const std::int64_t n =
+        127 - p.in_zp + 1;  // every input at or above the zero point (TFLite fails below it)
+    const int x = w.tensor("x", fb::TensorType::INT8, {1, static_cast<std::int32_t>(n)}, &qx);
+    const int y = w.tensor("y", fb::TensorType::INT8, {1, static_cast<std::int32_t>(n)}, &qy);
+    w.op(kRsqrt, {x}, {y});
+    Tensor in(DType::Int8, {1, n});
+    for (std::int64_t i = 0; i < n; ++i)
+      in.as<std::int8_t>()[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(p.in_zp + i);
+    const auto r = run_both(name, w.finish({x}, {y}), {in});
+    CHECK(r.worst == 0);
+    CHECK(test::distinct(r.ours[0]) > 10);
+    check_placement(*r.runner, "furiosa::Requantize", "npu");
+  }
+}

@@ -19,6 +19,10 @@
 //  - HARD_SWISH (kernels/activations.cc HardSwishPrepare, reference_ops::HardSwish): the 16-bit
 //    fixed-point evaluation of x * relu6(x + 3) / 6, as a 256-entry table -> furiosa::Requantize
 //    (NPU);
+//  - RSQRT (kernels/elementwise.cc RsqrtEvalQuantized, int8 only): 1 / sqrt(q - zp_in) by
+//    GetInvSqrtQuantizedMultiplierExp, scaled by QuantizeMultiplier(1 / (sqrt(in_scale) *
+//    out_scale)) with TFLite's shift of 20, + zp_out, as a table (NPU); q == zp_in gives 127, and
+//    so does q < zp_in, on which TFLite's kernel fails the invocation instead;
 //  - EXP (kernels/exp.cc, LUTPopulate; int8 and float32 only, as TFLite): exp of the dequantized
 //  value in float32, times
 //    1 / out_scale, rounded half away from zero, + out_zp, as a 256-entry table (NPU).
@@ -60,6 +64,53 @@ std::int16_t to_q15(std::int32_t m) {
   constexpr std::int32_t kHalf = 1 << 15;
   if (m >= INT32_MAX - kHalf) return INT16_MAX;
   return static_cast<std::int16_t>((m + kHalf) >> 16);
+}
+
+/// gemmlowp's SaturatingRoundingMultiplyByPOT<e> for e > 0 on an int32 raw value: the value
+/// shifted left by e, saturated where |value| exceeds 2^(31 - e) - 1.
+std::int32_t saturating_pot(std::int32_t v, int e) {
+  const std::int32_t threshold = (std::int32_t{1} << (31 - e)) - 1;
+  if (v > threshold) return INT32_MAX;
+  if (v < -threshold) return INT32_MIN;
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(v) << e);
+}
+
+/// TFLite GetInvSqrtQuantizedMultiplierExp(input, kReverseShift): 1 / sqrt(input) as a
+/// multiplier and left shift, by five Newton-Raphson steps in gemmlowp's fixed point with 3
+/// integer bits (products are rounding doubling high multiplies; Rescale<3> a saturating shift).
+isa::QuantizedMultiplier inv_sqrt_multiplier(std::int32_t input) {
+  if (input <= 1) return {INT32_MAX, 0};
+  int shift = 11;
+  while (input >= (1 << 29)) {
+    input /= 4;
+    ++shift;
+  }
+  int clz = 0;
+  while (clz < 32 && (static_cast<std::uint32_t>(input) & (0x80000000u >> clz)) == 0) ++clz;
+  const int pairs = (clz - 1) / 2 - 1;
+  shift -= pairs;
+  input <<= 2 * pairs;
+  using isa::saturating_rounding_doubling_high_mul;
+  const std::int32_t x_in = input >> 1;                               // F3
+  const std::int32_t half_in = isa::rounding_divide_by_pot(x_in, 1);  // F3, x / 2
+  const std::int32_t half_three = (1 << 28) + (1 << 27);              // F3 1.5
+  std::int32_t x = 1 << 28;                                           // F3 1.0
+  for (int i = 0; i < 5; ++i) {
+    const std::int32_t x2 = saturating_rounding_doubling_high_mul(x, x);  // F6
+    const std::int32_t x3 =
+        saturating_pot(saturating_rounding_doubling_high_mul(x2, x), 6);          // F9 -> F3
+    const std::int32_t a = saturating_rounding_doubling_high_mul(half_three, x);  // F6
+    const std::int32_t b = saturating_rounding_doubling_high_mul(half_in, x3);    // F6
+    x = saturating_pot(
+        static_cast<std::int32_t>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b)),
+        3);
+  }
+  x = saturating_rounding_doubling_high_mul(x, 1518500250);  // times sqrt(2) / 2 (F0)
+  if (shift < 0) {
+    x = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << -shift);
+    shift = 0;
+  }
+  return {x, -shift};
 }
 
 /// numpy broadcasting of two TFLite shapes, or nullopt when they do not broadcast.
@@ -251,6 +302,45 @@ void Importer::exp_op(const fb::Operator& op) {
     return round_to_int(std::round(v * inverse_scale) + static_cast<float>(yq.zero_point));
   });
   map_by_table(x, y, xq, yq, dtype(y), table);
+}
+
+void Importer::rsqrt(const fb::Operator& op) {
+  const auto in = op_inputs(op);
+  const auto out = op_outputs(op);
+  require_arity(in, 1, 1, out);
+  const int x = in[0], y = out[0];
+  check_output_shape(y, info(x).shape);
+  if (dtype(x) == DType::Float32 && dtype(y) == DType::Float32) {
+    const int s = add_value(info(y).name + "/sqrt", DType::Float32, info(x).shape);
+    add_node("Sqrt", "", {model_view(x)}, {s}, {}, "/sqrt");
+    Tensor one(DType::Float32, {});
+    one.as<float>()[0] = 1.0f;
+    add_node("Div", "", {add_constant(info(y).name + "/one", std::move(one)), s}, {output_model(y)},
+             {});
+    return;
+  }
+  if (dtype(x) != DType::Int8 || dtype(y) != DType::Int8) {
+    unsupported(fmt::format(
+        "input '{}' is {} and output '{}' {}; float32 and int8 are supported (TFLite's RSQRT takes "
+        "no uint8)",
+        info(x).name, dtype_name(dtype(x)), info(y).name, dtype_name(dtype(y))));
+  }
+  const Quant xq = quant(x), yq = quant(y);
+  // The square root and product in float32, the reciprocal in double.
+  const auto m =
+      isa::quantize_multiplier(1.0 / static_cast<double>(std::sqrt(xq.scale) * yq.scale));
+  constexpr int kShift = 20;
+  const host::LookupTable table =
+      host::build_lookup_table(DType::Int8, DType::Int8, [&](std::int32_t q) {
+        const std::int32_t v = q - xq.zero_point;
+        if (v <= 0) return std::int32_t{127};
+        const isa::QuantizedMultiplier inv = inv_sqrt_multiplier(v);
+        const std::int32_t data =
+            isa::multiply_by_quantized_multiplier(1, {inv.multiplier, inv.shift + kShift});
+        return isa::multiply_by_quantized_multiplier(data, {m.multiplier, m.shift - kShift}) +
+               yq.zero_point;
+      });
+  map_by_table(x, y, xq, yq, DType::Int8, table);
 }
 
 }  // namespace furiosa::compiler::detail::tflite

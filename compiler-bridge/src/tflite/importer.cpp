@@ -77,6 +77,7 @@ enum Builtin : int {
   kArgMax = 56,
   kMinimum = 57,
   kTile = 69,
+  kRsqrt = 76,
   kShape = 77,
   kArgMin = 79,
   kPack = 83,
@@ -91,12 +92,12 @@ enum Builtin : int {
   kHardSwish = 117,
 };
 // clang-format off
-constexpr std::array<int, 41> kSupported = {
+constexpr std::array<int, 42> kSupported = {
     kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
     kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
     kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
     kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
-    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference};
+    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
@@ -242,6 +243,7 @@ void Importer::map_operator(const fb::Operator& op) {
     case kDepthToSpace: return depth_space(op, true);
     case kSpaceToDepth: return depth_space(op, false);
     case kExp: return exp_op(op);
+    case kRsqrt: return rsqrt(op);
     case kCustom:
       if (op_name_ == kDetectionPostProcess) return detection_postprocess(op);
       unsupported("is not supported");

@@ -9,7 +9,7 @@
 //   conv.cpp            CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
 //   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST
 //   arithmetic.cpp      SUB, MUL, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
-//                       HARD_SWISH, EXP
+//                       HARD_SWISH, EXP, RSQRT
 //   pooling.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, RESIZE_*, MEAN, ARG_MAX, ARG_MIN
 //   data_movement.cpp   RESHAPE, CONCATENATION, PAD, SHAPE, STRIDED_SLICE, PACK, TILE, GATHER,
 //                       FILL, RANGE, TRANSPOSE
@@ -258,6 +258,8 @@ class Importer {
   void hard_swish(const fb::Operator& op);
   /// EXP -> furiosa::Requantize with TFLite's float32 table (8-bit) or Exp (float32).
   void exp_op(const fb::Operator& op);
+  /// RSQRT -> furiosa::Requantize with TFLite's fixed-point table (int8) or Sqrt + Div (float32).
+  void rsqrt(const fb::Operator& op);
 
   // ---- pooling, resizing, reductions (pooling.cpp) ----------------------------------------------
   /// MAX_POOL_2D -> MaxPool, AVERAGE_POOL_2D -> furiosa::QuantizedAveragePool.
