@@ -8,6 +8,9 @@
 //  - PRELU (kernels/activations.cc CalculatePreluParams): x >= 0 scaled by in_scale / out_scale,
 //    else x * (alpha - alpha_zp) scaled by in_scale * alpha_scale / out_scale -> TFLiteBinary
 //    kind "prelu" (host);
+//  - DIV (kernels/div.cc, uint8 only): QuantizeMultiplier(float32(a_scale / (b_scale * y_scale)))
+//  and
+//    reference_ops::DivElementwise's reciprocal -> TFLiteBinary kind "div" (host);
 //  - SQUARED_DIFFERENCE (kernels/squared_difference.cc, int8 only): left_shift 7, ADD's input
 //    multipliers, output multiplier (2 max)^2 / (2^14 out_scale), the difference squared ->
 //    TFLiteBinary kind "squared_difference" (host);
@@ -170,6 +173,14 @@ void Importer::tflite_binary(const fb::Operator& op, const std::string& kind) {
     if (const auto* o = op.builtin_options_as_MulOptions()) act = o->fused_activation_function();
     push(static_cast<double>(aq.scale) * static_cast<double>(bq.scale) /
          static_cast<double>(yq.scale));
+  } else if (kind == "div") {
+    if (dtype(y) != DType::UInt8) {
+      unsupported(fmt::format("output '{}' is {}; TFLite's quantized DIV takes uint8 only",
+                              info(y).name, dtype_name(dtype(y))));
+    }
+    if (const auto* o = op.builtin_options_as_DivOptions()) act = o->fused_activation_function();
+    // kernels/div.cc: the ratio in float32, widened.
+    push(static_cast<double>(aq.scale / (bq.scale * yq.scale)));
   } else if (kind == "squared_difference") {
     if (dtype(y) != DType::Int8) {
       unsupported(

@@ -68,6 +68,7 @@ enum Builtin : int {
   kTranspose = 39,
   kMean = 40,
   kSub = 41,
+  kDiv = 42,
   kStridedSlice = 45,
   kExp = 47,
   kSplit = 49,
@@ -92,12 +93,12 @@ enum Builtin : int {
   kHardSwish = 117,
 };
 // clang-format off
-constexpr std::array<int, 42> kSupported = {
+constexpr std::array<int, 43> kSupported = {
     kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
     kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
     kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
     kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
-    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt};
+    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
@@ -230,6 +231,7 @@ void Importer::map_operator(const fb::Operator& op) {
     case kRange: return range(op);
     case kSub: return tflite_binary(op, "sub");
     case kMul: return tflite_binary(op, "mul");
+    case kDiv: return tflite_binary(op, "div");
     case kPrelu: return tflite_binary(op, "prelu");
     case kSquaredDifference: return tflite_binary(op, "squared_difference");
     case kMinimum: return min_max(op, false);

@@ -8,7 +8,7 @@
 //                       multipliers, lookup-table attributes
 //   conv.cpp            CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
 //   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST
-//   arithmetic.cpp      SUB, MUL, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
+//   arithmetic.cpp      SUB, MUL, DIV, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
 //                       HARD_SWISH, EXP, RSQRT
 //   pooling.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, RESIZE_*, MEAN, ARG_MAX, ARG_MIN
 //   data_movement.cpp   RESHAPE, CONCATENATION, PAD, SHAPE, STRIDED_SLICE, PACK, TILE, GATHER,
@@ -247,8 +247,8 @@ class Importer {
   // ---- two-operand arithmetic and parametric activations (arithmetic.cpp) ----------------------
   /// The inputs a, b and output y of a broadcasting two-operand operator; y's shape checked.
   void binary_operands(const fb::Operator& op, int& a, int& b, int& y) const;
-  /// SUB ("sub"), MUL ("mul"), PRELU ("prelu") or SQUARED_DIFFERENCE ("squared_difference") ->
-  /// furiosa::TFLiteBinary with TFLite's fixed-point multipliers (host).
+  /// SUB ("sub"), MUL ("mul"), DIV ("div"), PRELU ("prelu") or SQUARED_DIFFERENCE
+  /// ("squared_difference") -> furiosa::TFLiteBinary with TFLite's fixed-point multipliers (host).
   void tflite_binary(const fb::Operator& op, const std::string& kind);
   /// MINIMUM / MAXIMUM -> Min / Max of the stored values.
   void min_max(const fb::Operator& op, bool max);

@@ -7,6 +7,12 @@
 //    sa = mbqm((a - a_zp) << left_shift, m_a), sb = mbqm((b - b_zp) << left_shift, -m_b),
 //    y = mbqm(sa + sb, m_y) + y_zp;
 //  - kind "mul" (MUL): y = mbqm((a - a_zp) * (b - b_zp), m_y) + y_zp;
+//  - kind "div" (DIV, reference_ops::DivElementwise): with a = a - a_zp, b = b - b_zp (both
+//    negated when b < 0), y = SmallerThanOneExp(SRDHM(a << h, recip(b)), m_y, shift_y - bits(b) -
+//    h)
+//    + y_zp, h = CountLeadingSignBits(a) and recip(b) TFLite's GetReciprocal(b, 31) (gemmlowp's
+//    Newton-Raphson 1 / (1 + x)); b == b_zp (division by zero, which TFLite does not define)
+//    gives the end of the output range on a's side;
 //  - kind "squared_difference" (SQUARED_DIFFERENCE, int8, kernels/squared_difference.cc):
 //    d = mbqm((a - a_zp) << left_shift, m_a) - mbqm((b - b_zp) << left_shift, m_b),
 //    y = mbqm(d * d, m_y) + y_zp;
@@ -22,10 +28,39 @@
 namespace furiosa::host::detail {
 namespace {
 
-enum class Kind { Sub, Mul, Prelu, SquaredDifference };
+enum class Kind { Sub, Mul, Prelu, SquaredDifference, Div };
 
 std::size_t multiplier_count(Kind k) {
-  return k == Kind::Sub || k == Kind::SquaredDifference ? 3 : k == Kind::Mul ? 1 : 2;
+  return k == Kind::Sub || k == Kind::SquaredDifference ? 3
+         : k == Kind::Mul || k == Kind::Div             ? 1
+                                                        : 2;
+}
+
+/// gemmlowp SaturatingRoundingMultiplyByPOT<e>, e > 0: x * 2^e saturated where |x| > 2^(31-e) - 1.
+std::int32_t saturating_pot(std::int32_t x, int e) {
+  const std::int32_t threshold = (std::int32_t{1} << (31 - e)) - 1;
+  if (x > threshold) return INT32_MAX;
+  if (x < -threshold) return INT32_MIN;
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << e);
+}
+
+/// TFLite GetReciprocal(x, 31, &bits) for x > 0: 1 / x as a Q0.31 significand and the number
+/// of bits x has above 1.0 (gemmlowp one_over_one_plus_x_for_x_in_0_1: three Newton-Raphson
+/// steps in Q2.29 from 48/17 - 32/17 d).
+std::int32_t reciprocal(std::int32_t x, int* bits) {
+  const int clz = __builtin_clz(static_cast<std::uint32_t>(x));
+  *bits = 31 - clz;
+  const auto a =
+      static_cast<std::int32_t>((static_cast<std::uint32_t>(x) << clz) - (std::uint32_t{1} << 31));
+  const std::int64_t sum = std::int64_t{a} + INT32_MAX;  // RoundingHalfSum(a, 1.0)
+  const auto half_d = static_cast<std::int32_t>((sum + (sum >= 0 ? 1 : -1)) / 2);
+  using host::saturating_rounding_doubling_high_mul;
+  std::int32_t r = 1515870810 + saturating_rounding_doubling_high_mul(half_d, -1010580540);
+  for (int i = 0; i < 3; ++i) {
+    const std::int32_t one_minus = (1 << 29) - saturating_rounding_doubling_high_mul(half_d, r);
+    r = r + saturating_pot(saturating_rounding_doubling_high_mul(r, one_minus), 2);
+  }
+  return saturating_pot(r, 1);
 }
 
 std::optional<Kind> kind_of(const Node& n) {
@@ -34,6 +69,7 @@ std::optional<Kind> kind_of(const Node& n) {
   if (k == "mul") return Kind::Mul;
   if (k == "prelu") return Kind::Prelu;
   if (k == "squared_difference") return Kind::SquaredDifference;
+  if (k == "div") return Kind::Div;
   return std::nullopt;
 }
 
@@ -42,7 +78,7 @@ std::string check_tflite_binary(const Node& n, const DtypeList& d) {
   ch.in(0, "A", kQ8).in(1, "B", kQ8).same(0, 1);
   const auto kind = kind_of(n);
   ch.require(kind.has_value(),
-             fmt::format("attribute 'kind' '{}' is not sub, mul, prelu or squared_difference",
+             fmt::format("attribute 'kind' '{}' is not sub, mul, div, prelu or squared_difference",
                          n.attr_string("kind", "")));
   if (!kind) return ch.reason;
   const auto mult = n.attr_ints("fixed_point_multiplier", {});
@@ -111,6 +147,22 @@ std::vector<Tensor> run_tflite_binary(const Ctx& c, const OutInfos& o) {
                 host::multiply_by_quantized_multiplier((a - a_zp) * (1 << left), m0) -
                 host::multiply_by_quantized_multiplier((b - b_zp) * (1 << left), m1);
             v = host::multiply_by_quantized_multiplier(d * d, my);
+            break;
+          }
+          case Kind::Div: {
+            std::int32_t x = a - a_zp, d = b - b_zp;
+            if (d == 0) return x >= 0 ? out_max : out_min;
+            if (d < 0) {
+              x = -x;
+              d = -d;
+            }
+            int bits = 0;
+            const std::int32_t recip = reciprocal(d, &bits);
+            const int headroom = x == 0 ? 31 : __builtin_clrsb(x);
+            const std::int32_t q = host::saturating_rounding_doubling_high_mul(
+                static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << headroom), recip);
+            v = host::multiply_by_quantized_multiplier(q,
+                                                       {my.multiplier, my.shift - bits - headroom});
             break;
           }
           case Kind::Mul:
