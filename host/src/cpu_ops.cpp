@@ -11,8 +11,9 @@ namespace {
 const OpRows& op_rows() {
   static const OpRows rows = [] {
     OpRows all;
-    for (OpRows (*family)() : {softmax_ops, elementwise_ops, matmul_ops, conv_pool_ops, reduce_ops,
-                               data_movement_ops, quantize_ops, resize_ops, detection_ops}) {
+    for (OpRows (*family)() :
+         {softmax_ops, elementwise_ops, matmul_ops, conv_pool_ops, reduce_ops, data_movement_ops,
+          quantize_ops, resize_ops, detection_ops, tflite_arith_ops}) {
       OpRows part = family();
       all.onnx.insert(all.onnx.end(), part.onnx.begin(), part.onnx.end());
       all.furiosa.insert(all.furiosa.end(), part.furiosa.begin(), part.furiosa.end());

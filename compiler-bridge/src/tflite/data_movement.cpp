@@ -8,6 +8,7 @@
 //    Expand, Range; on constant inputs the compiler's fold_constants pass evaluates them once
 //    (passes/fold_constants.cpp), on data they run as those operators.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "graph_utils.h"
 #include "importer.h"
@@ -345,6 +346,31 @@ void Importer::gather(const fb::Operator& op) {
   expected.insert(expected.end(), xs.begin() + axis + 1, xs.end());
   check_output_shape(y, expected);
   add_node("Gather", "", {model_view(x), model_view(idx)}, {output_model(y)}, {{"axis", axis}});
+}
+
+// TRANSPOSE: output dim i is input dim perm[i] (ONNX Transpose's perm), on the model's layout.
+void Importer::transpose(const fb::Operator& op) {
+  const auto in = op_inputs(op);
+  const auto out = op_outputs(op);
+  require_arity(in, 2, 2, out);
+  const int x = in[0], p = in[1], y = out[0];
+  require_constant(p, "permutation");
+  const auto perm = int_constant(p, "permutation");
+  const Shape& xs = info(x).shape;
+  const auto rank = static_cast<std::int64_t>(xs.size());
+  std::vector<bool> seen(xs.size(), false);
+  Shape expected;
+  for (std::int64_t d : perm) {
+    if (d < 0 || d >= rank || seen[static_cast<std::size_t>(d)] || perm.size() != xs.size()) {
+      bad(fmt::format("permutation [{}] is not a permutation of the {} dims of input '{}'",
+                      fmt::join(perm, ", "), rank, info(x).name));
+    }
+    seen[static_cast<std::size_t>(d)] = true;
+    expected.push_back(xs[static_cast<std::size_t>(d)]);
+  }
+  dtype(x);
+  check_output_shape(y, expected);
+  add_node("Transpose", "", {model_view(x)}, {output_model(y)}, {{"perm", perm}});
 }
 
 void Importer::fill(const fb::Operator& op) {

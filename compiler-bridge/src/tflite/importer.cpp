@@ -52,34 +52,54 @@ enum Builtin : int {
   kConcatenation = 2,
   kConv2d = 3,
   kDepthwiseConv2d = 4,
+  kDepthToSpace = 5,
   kDequantize = 6,
   kFullyConnected = 9,
   kLogistic = 14,
   kMaxPool2d = 17,
+  kMul = 18,
   kReshape = 22,
   kResizeBilinear = 23,
   kSoftmax = 25,
+  kSpaceToDepth = 26,
   kCustom = 32,
   kPad = 34,
   kGather = 36,
+  kTranspose = 39,
   kMean = 40,
+  kSub = 41,
+  kDiv = 42,
   kStridedSlice = 45,
+  kExp = 47,
+  kSplit = 49,
   kCast = 53,
+  kPrelu = 54,
+  kMaximum = 55,
   kArgMax = 56,
+  kMinimum = 57,
   kTile = 69,
+  kRsqrt = 76,
   kShape = 77,
   kArgMin = 79,
   kPack = 83,
   kFill = 94,
   kRange = 96,
   kResizeNearestNeighbor = 97,
+  kLeakyRelu = 98,
+  kSquaredDifference = 99,
+  kSplitV = 102,
+  kGatherNd = 107,
   kQuantize = 114,
+  kHardSwish = 117,
 };
-constexpr std::array<int, 26> kSupported = {
-    kAdd,    kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d,       kDequantize, kFullyConnected,
-    kMaxPool2d, kReshape,    kResizeBilinear, kSoftmax, kPad,                 kArgMax,     kArgMin,
-    kResizeNearestNeighbor, kQuantize, kMean, kShape, kStridedSlice,         kPack,       kTile,
-    kGather, kCast,          kFill,          kRange,  kLogistic};
+// clang-format off
+constexpr std::array<int, 43> kSupported = {
+    kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
+    kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
+    kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
+    kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
+    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv};
+// clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
 constexpr const char* kDetectionPostProcess = "TFLite_Detection_PostProcess";
@@ -209,6 +229,23 @@ void Importer::map_operator(const fb::Operator& op) {
     case kCast: return cast(op);
     case kFill: return fill(op);
     case kRange: return range(op);
+    case kSub: return tflite_binary(op, "sub");
+    case kMul: return tflite_binary(op, "mul");
+    case kDiv: return tflite_binary(op, "div");
+    case kPrelu: return tflite_binary(op, "prelu");
+    case kSquaredDifference: return tflite_binary(op, "squared_difference");
+    case kMinimum: return min_max(op, false);
+    case kMaximum: return min_max(op, true);
+    case kLeakyRelu: return leaky_relu(op);
+    case kTranspose: return transpose(op);
+    case kHardSwish: return hard_swish(op);
+    case kGatherNd: return gather_nd(op);
+    case kSplit: return split(op, false);
+    case kSplitV: return split(op, true);
+    case kDepthToSpace: return depth_space(op, true);
+    case kSpaceToDepth: return depth_space(op, false);
+    case kExp: return exp_op(op);
+    case kRsqrt: return rsqrt(op);
     case kCustom:
       if (op_name_ == kDetectionPostProcess) return detection_postprocess(op);
       unsupported("is not supported");

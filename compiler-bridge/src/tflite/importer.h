@@ -8,9 +8,12 @@
 //                       multipliers, lookup-table attributes
 //   conv.cpp            CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
 //   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST
+//   arithmetic.cpp      SUB, MUL, DIV, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
+//                       HARD_SWISH, EXP, RSQRT
 //   pooling.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, RESIZE_*, MEAN, ARG_MAX, ARG_MIN
 //   data_movement.cpp   RESHAPE, CONCATENATION, PAD, SHAPE, STRIDED_SLICE, PACK, TILE, GATHER,
-//                       FILL, RANGE
+//                       FILL, RANGE, TRANSPOSE
+//   rearrange.cpp       GATHER_ND, SPLIT, SPLIT_V, DEPTH_TO_SPACE, SPACE_TO_DEPTH
 //   detection.cpp       TFLite_Detection_PostProcess
 // The tables and multipliers are computed by the importer; the device only knows the generic
 // fixed-point rule (isa.h) and 256-entry tables (host/lookup_table.h).
@@ -241,6 +244,23 @@ class Importer {
   /// CAST -> Cast of the stored values.
   void cast(const fb::Operator& op);
 
+  // ---- two-operand arithmetic and parametric activations (arithmetic.cpp) ----------------------
+  /// The inputs a, b and output y of a broadcasting two-operand operator; y's shape checked.
+  void binary_operands(const fb::Operator& op, int& a, int& b, int& y) const;
+  /// SUB ("sub"), MUL ("mul"), DIV ("div"), PRELU ("prelu") or SQUARED_DIFFERENCE
+  /// ("squared_difference") -> furiosa::TFLiteBinary with TFLite's fixed-point multipliers (host).
+  void tflite_binary(const fb::Operator& op, const std::string& kind);
+  /// MINIMUM / MAXIMUM -> Min / Max of the stored values.
+  void min_max(const fb::Operator& op, bool max);
+  /// LEAKY_RELU -> furiosa::Requantize with TFLite's fixed-point rule as a table.
+  void leaky_relu(const fb::Operator& op);
+  /// HARD_SWISH -> furiosa::Requantize with TFLite's 16-bit fixed-point rule as a table.
+  void hard_swish(const fb::Operator& op);
+  /// EXP -> furiosa::Requantize with TFLite's float32 table (8-bit) or Exp (float32).
+  void exp_op(const fb::Operator& op);
+  /// RSQRT -> furiosa::Requantize with TFLite's fixed-point table (int8) or Sqrt + Div (float32).
+  void rsqrt(const fb::Operator& op);
+
   // ---- pooling, resizing, reductions (pooling.cpp) ----------------------------------------------
   /// MAX_POOL_2D -> MaxPool, AVERAGE_POOL_2D -> furiosa::QuantizedAveragePool.
   void pool(const fb::Operator& op, bool max);
@@ -272,6 +292,16 @@ class Importer {
   void fill(const fb::Operator& op);
   /// RANGE -> Range.
   void range(const fb::Operator& op);
+  /// TRANSPOSE -> Transpose with the constant permutation.
+  void transpose(const fb::Operator& op);
+
+  // ---- rearrangements (rearrange.cpp) -----------------------------------------------------------
+  /// GATHER_ND with constant indices -> Reshape to rows + Gather of the flat row numbers.
+  void gather_nd(const fb::Operator& op);
+  /// SPLIT (sizes_given false) / SPLIT_V -> Split.
+  void split(const fb::Operator& op, bool sizes_given);
+  /// DEPTH_TO_SPACE (to_space) / SPACE_TO_DEPTH -> Reshape, Transpose, Reshape.
+  void depth_space(const fb::Operator& op, bool to_space);
 
   // ---- detection post-processing (detection.cpp) ------------------------------------------------
   /// A float32 view of a detection input: the tensor itself, or its DequantizeLinear (uint8/int8).

@@ -442,5 +442,6 @@ OpRows data_movement_ops();
 OpRows quantize_ops();
 OpRows resize_ops();
 OpRows detection_ops();
+OpRows tflite_arith_ops();
 
 }  // namespace furiosa::host::detail
