@@ -386,7 +386,7 @@ TEST_CASE("Prepared weights are not used when a kernel writes over them",
   CHECK(region == reference);
 }
 
-// [threads]: left out under qemu-aarch64 (tests/device/CMakeLists.txt), where it did not finish.
+// [threads]: left out under qemu-aarch64, where no thread starts (tests/device/CMakeLists.txt).
 TEST_CASE("Prepared programs run concurrently on several threads",
           "[device][kernels][fast][threads]") {
   const ConvSpec s{1, 20, 30, 45, 36, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, DType::UInt8,
