@@ -1,6 +1,13 @@
 // The ISA ladder of the fast kernels: which levels the CPU has, and the kernel table of each
-// level with the entries it lacks filled from the next lower level (fast_kernels.h).
+// level with the entries it lacks filled from the next lower level (fast_kernels.h). One ladder
+// per architecture: x86-64 (avx2 .. avx512) and aarch64 (neon, neon-dotprod); a build for any
+// other architecture has no fast level (the portable kernels only).
+#if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 #include <array>
 
@@ -8,7 +15,29 @@
 
 namespace furiosa::device::sim::fast {
 
+std::string_view isa_arch(SimIsa isa) noexcept {
+  switch (isa) {
+    case SimIsa::Avx2:
+    case SimIsa::AvxVnni:
+    case SimIsa::Avx512Vnni:
+    case SimIsa::Avx512: return "x86-64";
+    case SimIsa::Neon:
+    case SimIsa::NeonDotprod: return "aarch64";
+    case SimIsa::Portable: return "";
+    case SimIsa::Auto: break;
+  }
+#if defined(__x86_64__)
+  return "x86-64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "";
+#endif
+}
+
 namespace {
+
+#if defined(__x86_64__)
 
 // The fast levels, lowest first (Portable and Auto are not tables).
 constexpr std::array<SimIsa, 4> kLadder = {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni,
@@ -37,9 +66,8 @@ bool detect(SimIsa isa) noexcept {
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
-    case SimIsa::Auto: return false;
+    default: return false;
   }
-  return false;
 }
 
 Kernels own_kernels(SimIsa isa) noexcept {
@@ -51,6 +79,41 @@ Kernels own_kernels(SimIsa isa) noexcept {
     default: return {};
   }
 }
+
+#elif defined(__aarch64__)
+
+constexpr std::array<SimIsa, 2> kLadder = {SimIsa::Neon, SimIsa::NeonDotprod};
+
+// Advanced SIMD is part of every ARMv8-A Linux system; the dot product (sdot / udot, ARMv8.2,
+// optional before ARMv8.4) is reported by the kernel in AT_HWCAP.
+bool detect(SimIsa isa) noexcept {
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  const bool neon = (hwcap & HWCAP_ASIMD) != 0;
+  switch (isa) {
+    case SimIsa::Portable: return true;
+    case SimIsa::Neon: return neon;
+    case SimIsa::NeonDotprod: return neon && (hwcap & HWCAP_ASIMDDP) != 0;
+    default: return false;
+  }
+}
+
+Kernels own_kernels(SimIsa isa) noexcept {
+  switch (isa) {
+    case SimIsa::Neon: return neon_kernels();
+    case SimIsa::NeonDotprod: return neon_dotprod_kernels();
+    default: return {};
+  }
+}
+
+#else
+
+constexpr std::array<SimIsa, 0> kLadder = {};
+
+bool detect(SimIsa isa) noexcept { return isa == SimIsa::Portable; }
+
+Kernels own_kernels(SimIsa) noexcept { return {}; }
+
+#endif
 
 // Fills the null entries of `k` from `lower`.
 void fill(Kernels& k, const Kernels& lower) {

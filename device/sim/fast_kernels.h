@@ -3,11 +3,13 @@
 // (bit-identical outputs); kernels.cpp validates the kernels and builds the plans, the fast
 // kernels only do arithmetic on already validated tensors.
 //
-// ISA levels (device::SimIsa, lowest first): avx2, avx-vnni and avx512-vnni (one source,
-// fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and avx512
-// (fast_kernels.cpp: AVX-512 VNNI / VBMI). Each level is a table of function pointers
-// (Kernels); a level may leave entries null, which kernels_for() fills from the next lower level
-// that has them, and kernels.cpp runs the portable code where the entry is still null. The
+// ISA levels (device::SimIsa, lowest first). x86-64: avx2, avx-vnni and avx512-vnni (one
+// source, fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and
+// avx512 (fast_kernels.cpp: AVX-512 VNNI / VBMI). aarch64: neon and neon-dotprod (one source,
+// fast_kernels_neon_*.inc, compiled twice; its own arithmetic notes there). Only the files of
+// the target architecture are built (device/CMakeLists.txt). Each level is a table of function
+// pointers (Kernels); a level may leave entries null, which kernels_for() fills from the next lower
+// level that has them, and kernels.cpp runs the portable code where the entry is still null. The
 // plans (ConvPlan, MatMulPlan) are the same for every level, so a prepared program runs at any
 // level. The 256-bit levels keep the exactness: avx2 multiplies int16-widened operands with
 // vpmaddwd (fast_kernels_avx2_base.inc), and they requantize with the same operations.
@@ -32,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "furiosa/device/sim.h"
@@ -41,6 +44,10 @@ namespace furiosa::device::sim::fast {
 /// True when the host CPU (and OS) supports the instructions of level `isa` (Portable: always;
 /// Auto: false). Checked once per level.
 bool cpu_has(SimIsa isa) noexcept;
+
+/// The architecture whose CPUs can have level `isa`: "x86-64" or "aarch64" ("" for Portable);
+/// for Auto, the architecture of this build ("" when it has no fast levels).
+std::string_view isa_arch(SimIsa isa) noexcept;
 
 /// Output channels per register tile of the convolution GEMM (weights are packed in blocks of
 /// this many rows).
@@ -171,11 +178,14 @@ struct Kernels {
 };
 
 /// The kernels of each level as implemented by its own file (entries it lacks are null).
-/// Only to be called through kernels_for(), which checks the CPU.
+/// Only to be called through kernels_for(), which checks the CPU. Defined only in a build for
+/// the level's architecture (x86-64: the avx ones, aarch64: the neon ones).
 Kernels avx512_kernels() noexcept;    // fast_kernels.cpp
 Kernels avx2_kernels() noexcept;      // fast_kernels_avx2.cpp
 Kernels avx_vnni_kernels() noexcept;  // fast_kernels_avx_vnni.cpp, the AVX-VNNI build
 Kernels avx512_vnni_kernels() noexcept;  // fast_kernels_avx512_vnni.cpp, the same with EVEX
+Kernels neon_kernels() noexcept;         // fast_kernels_neon.cpp: ARMv8-A Advanced SIMD
+Kernels neon_dotprod_kernels() noexcept;  // fast_kernels_neon_dotprod.cpp: + sdot (ARMv8.2)
 
 /// The kernels to run at level `isa`: its own, the entries it lacks taken from the next lower
 /// level that has them (still null where only the portable code has them). Auto: the highest

@@ -2153,26 +2153,28 @@ std::string_view sim_isa_name(SimIsa isa) noexcept {
     case SimIsa::AvxVnni: return "avx-vnni";
     case SimIsa::Avx512Vnni: return "avx512-vnni";
     case SimIsa::Avx512: return "avx512";
+    case SimIsa::Neon: return "neon";
+    case SimIsa::NeonDotprod: return "neon-dotprod";
   }
   return "?";
 }
 
 SimIsa parse_sim_isa(std::string_view text) {
   for (SimIsa isa : {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni,
-                     SimIsa::Avx512Vnni, SimIsa::Avx512}) {
+                     SimIsa::Avx512Vnni, SimIsa::Avx512, SimIsa::Neon, SimIsa::NeonDotprod}) {
     if (text == sim_isa_name(isa)) return isa;
   }
   if (text == "avx512-vnni-vbmi") return SimIsa::Avx512;  // the name before the ladder
   throw Error(ErrorCode::InvalidArgument,
               fmt::format("'{}' is not a simulator ISA level (auto, portable, avx2, avx-vnni, "
-                          "avx512-vnni, avx512)",
+                          "avx512-vnni, avx512, neon, neon-dotprod)",
                           escape_text(text, 64)));
 }
 
 std::vector<SimIsa> sim_cpu_isa_levels() {
   std::vector<SimIsa> levels;
-  for (SimIsa isa :
-       {SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512}) {
+  for (SimIsa isa : {SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni,
+                     SimIsa::Avx512, SimIsa::Neon, SimIsa::NeonDotprod}) {
     if (sim::fast::cpu_has(isa)) levels.push_back(isa);
   }
   return levels;
@@ -2193,9 +2195,14 @@ SimIsa sim_isa_from_environment() {
       has += has.empty() ? "" : ", ";
       has += sim_isa_name(level);
     }
+    // A level of the other architecture says so (x86-64 levels on aarch64 and vice versa).
+    const std::string_view arch = sim::fast::isa_arch(isa);
+    const std::string_view host = sim::fast::isa_arch(SimIsa::Auto);
+    const std::string why = arch != host ? fmt::format("an {} level, and this is an {} build", arch,
+                                                       host.empty() ? "other" : host)
+                                         : std::string("this CPU lacks that level");
     throw Error(ErrorCode::InvalidArgument,
-                fmt::format("FURIOSA_SIM_ISA={}: this CPU lacks that level (it has: {})",
-                            sim_isa_name(isa), has));
+                fmt::format("FURIOSA_SIM_ISA={}: {} (it has: {})", sim_isa_name(isa), why, has));
   }
   return isa;
 }

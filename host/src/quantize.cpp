@@ -43,8 +43,10 @@ inline float round_quantized(float v) {
 
 // Sanitizer builds compile one plain version: the clones' ifunc resolver runs while the dynamic
 // loader relocates, before the sanitizer runtime is initialized, and instrumented it crashes.
-// Clang (the fuzz targets' compiler) does not support target_clones on templates at all.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(__clang__)
+// Clang (the fuzz targets' compiler) does not support target_clones on templates at all. Other
+// architectures (aarch64) compile one version for their baseline.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(__clang__) || \
+    !defined(__x86_64__)
 #define FURIOSA_QUANTIZE_CLONES
 #else
 #define FURIOSA_QUANTIZE_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))

@@ -5,19 +5,24 @@
 // non-zero weight zero points, biases, multipliers that saturate, both layouts.
 //
 // Every case runs three ways at every ISA level this CPU has (avx2, avx-vnni, avx512-vnni,
-// avx512: each forced in turn) and must match the reference byte for byte (row padding of
-// lowered outputs included, which must be zero): run_kernel without preparation (packed per
-// call), with a PreparedProgram (packed once), and with the fast kernels disabled (the
-// portable kernels). A CPU without any fast level runs the portable kernels three times. Under
-// qemu-x86_64 -cpu Haswell (tests/device/CMakeLists.txt) the avx2 level is the only one.
+// avx512 on x86-64; neon, neon-dotprod on aarch64: each forced in turn) and must match the
+// reference byte for byte (row padding of lowered outputs included, which must be zero): run_kernel
+// without preparation (packed per call), with a PreparedProgram (packed once), and with the fast
+// kernels disabled (the portable kernels). A CPU without any fast level runs the portable kernels
+// three times. Under qemu-x86_64 -cpu Haswell (tests/device/CMakeLists.txt) the avx2 level is the
+// only one; in the aarch64 cross build the tests run under qemu-aarch64 -cpu max (neon,
+// neon-dotprod) and -cpu cortex-a57 (neon only).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <random>
+#include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "device_test_util.h"
 #include "kernels.h"
@@ -381,7 +386,9 @@ TEST_CASE("Prepared weights are not used when a kernel writes over them",
   CHECK(region == reference);
 }
 
-TEST_CASE("Prepared programs run concurrently on several threads", "[device][kernels][fast]") {
+// [threads]: left out under qemu-aarch64, where no thread starts (tests/device/CMakeLists.txt).
+TEST_CASE("Prepared programs run concurrently on several threads",
+          "[device][kernels][fast][threads]") {
   const ConvSpec s{1, 20, 30, 45, 36, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, DType::UInt8,
                    DType::Int8, DType::UInt8, Layout::LoweredNCHW, Layout::LoweredNCHW, true,
                    true, false, 1.0f};
@@ -419,7 +426,10 @@ TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels
   CHECK(parse_sim_isa("avx512-vnni") == SimIsa::Avx512Vnni);
   CHECK(parse_sim_isa("avx512") == SimIsa::Avx512);
   CHECK(parse_sim_isa("avx512-vnni-vbmi") == SimIsa::Avx512);  // the older name
+  CHECK(parse_sim_isa("neon") == SimIsa::Neon);
+  CHECK(parse_sim_isa("neon-dotprod") == SimIsa::NeonDotprod);
   CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("avx2, avx-vnni, avx512-vnni, avx512"));
+  CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("neon, neon-dotprod"));
   const std::vector<SimIsa> levels = sim_cpu_isa_levels();
   REQUIRE(!levels.empty());
   CHECK(levels.front() == SimIsa::Portable);
@@ -429,7 +439,8 @@ TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels
     REQUIRE(sim::set_fast_kernels_level(level));
     CHECK(sim_active_isa() == sim_isa_name(level));
   }
-  for (SimIsa level : {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512}) {
+  for (SimIsa level : {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512,
+                       SimIsa::Neon, SimIsa::NeonDotprod}) {
     if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
       CHECK_FALSE(sim::set_fast_kernels_level(level));  // refused, level unchanged
     }
@@ -441,6 +452,38 @@ TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels
   // FURIOSA_SIM_ISA_EXPECT (set by the qemu test) names the level auto must pick.
   if (const char* expect = std::getenv("FURIOSA_SIM_ISA_EXPECT")) {
     CHECK(sim_active_isa() == std::string_view(expect));
+  }
+}
+
+TEST_CASE("FURIOSA_SIM_ISA naming a level of the other architecture is refused in one line",
+          "[device][kernels][fast][isa]") {
+  const char* old = std::getenv("FURIOSA_SIM_ISA");
+  const std::string saved = old != nullptr ? old : "";
+  const std::vector<SimIsa> levels = sim_cpu_isa_levels();
+  const bool x86 = std::find(levels.begin(), levels.end(), SimIsa::Avx2) != levels.end();
+  const bool arm = std::find(levels.begin(), levels.end(), SimIsa::Neon) != levels.end();
+  // An x86-64 level on aarch64 names both architectures; on x86-64 a NEON level likewise.
+  for (const auto& [name, arch] : {std::pair<const char*, const char*>{"avx2", "x86-64"},
+                                   {"avx512", "x86-64"},
+                                   {"neon", "aarch64"},
+                                   {"neon-dotprod", "aarch64"}}) {
+    const bool foreign = std::string_view(arch) == "x86-64" ? arm : x86;
+    if (!foreign) continue;
+    INFO(name);
+    ::setenv("FURIOSA_SIM_ISA", name, 1);
+    try {
+      (void)sim_isa_from_environment();
+      FAIL("accepted");
+    } catch (const Error& e) {
+      const std::string msg = e.message();
+      CHECK(msg.find(fmt::format("FURIOSA_SIM_ISA={}: an {} level", name, arch)) == 0);
+      CHECK(msg.find('\n') == std::string::npos);
+    }
+  }
+  if (old != nullptr) {
+    ::setenv("FURIOSA_SIM_ISA", saved.c_str(), 1);
+  } else {
+    ::unsetenv("FURIOSA_SIM_ISA");
   }
 }
 

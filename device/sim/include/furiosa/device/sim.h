@@ -37,19 +37,22 @@ std::string_view sim_mode_name(SimMode mode) noexcept;
 
 /// Instruction-set level of the simulator's functional kernels (FURIOSA_SIM_ISA). Every level
 /// computes the same bytes as the portable kernels, which define them (docs/simulator-speed.md);
-/// a level only changes how fast the host computes them. The levels form a ladder, lowest
-/// first: a level may implement only some kernels, the others run at the next lower level that
-/// has them (ultimately the portable code).
+/// a level only changes how fast the host computes them. The levels form a ladder per
+/// architecture, lowest first (x86-64: avx2 .. avx512; aarch64: neon, neon-dotprod; a build has
+/// only its own architecture's): a level may implement only some kernels, the others run at the
+/// next lower level that has them (ultimately the portable code).
 enum class SimIsa : std::uint8_t {
-  Auto,      ///< the highest level this CPU supports (default)
-  Portable,  ///< the portable C++ kernels only, on any CPU
-  Avx2,      ///< AVX2 kernels (Haswell and later, Zen 1-3): exact int8 products via vpmaddwd
-  AvxVnni,   ///< AVX2 + AVX-VNNI kernels (Alder Lake and later): vpdpbusd on ymm
-  Avx512Vnni,  ///< the avx-vnni kernels with AVX-512 VL + VNNI's vpdpbusd (Cascade Lake)
-  Avx512,    ///< AVX-512 F/BW/VL/DQ + VNNI + VBMI kernels (Ice Lake, Sapphire Rapids, Zen 4)
+  Auto,         ///< the highest level this CPU supports (default)
+  Portable,     ///< the portable C++ kernels only, on any CPU
+  Avx2,         ///< AVX2 kernels (Haswell and later, Zen 1-3): exact int8 products via vpmaddwd
+  AvxVnni,      ///< AVX2 + AVX-VNNI kernels (Alder Lake and later): vpdpbusd on ymm
+  Avx512Vnni,   ///< the avx-vnni kernels with AVX-512 VL + VNNI's vpdpbusd (Cascade Lake)
+  Avx512,       ///< AVX-512 F/BW/VL/DQ + VNNI + VBMI kernels (Ice Lake, Sapphire Rapids, Zen 4)
+  Neon,         ///< aarch64 NEON kernels (any ARMv8-A): exact int8 products via smull + sadalp
+  NeonDotprod,  ///< aarch64 NEON + dot product (ARMv8.2 sdot: Graviton 2+, Apple M, Neoverse)
 };
 
-/// "auto", "portable", "avx2", "avx-vnni", "avx512-vnni", "avx512".
+/// "auto", "portable", "avx2", "avx-vnni", "avx512-vnni", "avx512", "neon", "neon-dotprod".
 std::string_view sim_isa_name(SimIsa isa) noexcept;
 
 /// Parses a level name (sim_isa_name; "avx512-vnni-vbmi" is accepted as an older name of
@@ -63,11 +66,12 @@ std::vector<SimIsa> sim_cpu_isa_levels();
 /// The level FURIOSA_SIM_ISA asks for (Auto when unset or empty). The variable is read by the
 /// kernels once per process, so it applies to every simulator driver of the process; with
 /// `portable` the fast kernels never run (a CPU without them, tested on any machine). Throws
-/// Error(InvalidArgument) naming the variable for an unknown name, or a level this CPU lacks.
+/// Error(InvalidArgument) naming the variable for an unknown name, or a level this CPU lacks
+/// (one line; for a level of the other architecture, saying so).
 SimIsa sim_isa_from_environment();
 
 /// The level the functional kernels run at in this process now: "portable", "avx2",
-/// "avx-vnni", "avx512-vnni" or "avx512" (never "auto").
+/// "avx-vnni", "avx512-vnni", "avx512", "neon" or "neon-dotprod" (never "auto").
 std::string_view sim_active_isa() noexcept;
 
 /// A device fault the simulator can inject (docs/devices.md "Fault injection").
