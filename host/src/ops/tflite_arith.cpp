@@ -102,6 +102,21 @@ OutInfos infer_tflite_binary(const Ctx& c) {
   return {{c.dtype(0, "A"), broadcast_shape(c, c.shape(0, "A"), c.shape(1, "B"))}};
 }
 
+/// gemmlowp RoundingDivideByPOT as TFLite's reference DIV runs it. DivElementwise hands it
+/// exponents above 31 when the quotient is far below one output step (bits(b) + headroom exceed
+/// the output shift); its assert(exponent <= 31) is compiled out, so the int32 shift takes its
+/// count mod 32 (x86-64's sar and AArch64's asr alike) and the mask (1ll << e) - 1 is truncated to
+/// its low 32 bits. Those are the results TensorFlow Lite returns, so they are reproduced here
+/// with defined arithmetic (the shifts themselves would be undefined behaviour in C++).
+std::int32_t tflite_div_rounding_divide_by_pot(std::int32_t x, int exponent) {
+  if (exponent <= 31) return host::rounding_divide_by_pot(x, exponent);
+  const std::uint64_t wide = (std::uint64_t{1} << (exponent & 63)) - 1;
+  const auto mask = static_cast<std::int32_t>(static_cast<std::uint32_t>(wide));
+  const std::int32_t remainder = x & mask;
+  const std::int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> (exponent & 31)) + (remainder > threshold ? 1 : 0);
+}
+
 std::vector<Tensor> run_tflite_binary(const Ctx& c, const OutInfos& o) {
   const Node& n = c.node;
   const Kind kind = *kind_of(n);  // checked
@@ -125,7 +140,8 @@ std::vector<Tensor> run_tflite_binary(const Ctx& c, const OutInfos& o) {
       const auto out_max =
           static_cast<std::int32_t>(std::min<std::int64_t>(hi, n.attr_int("output_max", hi)));
       const host::QuantizedMultiplier m0 = qm(0);
-      const host::QuantizedMultiplier m1 = kind == Kind::Mul ? m0 : qm(1);
+      // (MUL and DIV carry one multiplier, the output's: no second one to read.)
+      const host::QuantizedMultiplier m1 = multiplier_count(kind) > 1 ? qm(1) : m0;
       // SUB negates the second multiplier (TFLite's sub.cc), which the doubling high multiply
       // then takes as a negative factor: not always the negation of the positive product.
       const host::QuantizedMultiplier m1_neg{-m1.multiplier, m1.shift};
@@ -161,8 +177,12 @@ std::vector<Tensor> run_tflite_binary(const Ctx& c, const OutInfos& o) {
             const int headroom = x == 0 ? 31 : __builtin_clrsb(x);
             const std::int32_t q = host::saturating_rounding_doubling_high_mul(
                 static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << headroom), recip);
-            v = host::multiply_by_quantized_multiplier(q,
-                                                       {my.multiplier, my.shift - bits - headroom});
+            // TFLite's MultiplyByQuantizedMultiplierSmallerThanOneExp(q, m, total_shift).
+            const int total_shift = my.shift - bits - headroom;
+            v = total_shift > 0
+                    ? host::multiply_by_quantized_multiplier(q, {my.multiplier, total_shift})
+                    : tflite_div_rounding_divide_by_pot(
+                          host::saturating_rounding_doubling_high_mul(q, my.multiplier), -total_shift);
             break;
           }
           case Kind::Mul:
