@@ -182,7 +182,8 @@ std::vector<Tensor> run_tflite_binary(const Ctx& c, const OutInfos& o) {
             v = total_shift > 0
                     ? host::multiply_by_quantized_multiplier(q, {my.multiplier, total_shift})
                     : tflite_div_rounding_divide_by_pot(
-                          host::saturating_rounding_doubling_high_mul(q, my.multiplier), -total_shift);
+                          host::saturating_rounding_doubling_high_mul(q, my.multiplier),
+                          -total_shift);
             break;
           }
           case Kind::Mul:
