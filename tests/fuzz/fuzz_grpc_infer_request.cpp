@@ -12,22 +12,17 @@
 
 #include "furiosa/core/error.h"
 #include "furiosa/server/grpc_codec.h"
+#include "served_model.h"
 
 namespace {
 
 const std::vector<furiosa::runtime::TensorDesc>& model_inputs() {
   static const std::vector<furiosa::runtime::TensorDesc> inputs = [] {
-    std::vector<furiosa::runtime::TensorDesc> d(3);
-    d[0].name = "Input3";
-    d[0].dtype = furiosa::DType::Float32;
-    d[0].shape = {1, 1, 28, 28};
-    d[1].name = "u8";
-    d[1].dtype = furiosa::DType::UInt8;
-    d[1].shape = {2, 3};
-    d[2].name = "i64";
-    d[2].dtype = furiosa::DType::Int64;
-    d[2].shape = {3};
-    return d;
+    furiosa::runtime::TensorDesc i64;
+    i64.name = "i64";
+    i64.dtype = furiosa::DType::Int64;
+    i64.shape = {3};
+    return furiosa::fuzz::served_model_inputs({i64});
   }();
   return inputs;
 }

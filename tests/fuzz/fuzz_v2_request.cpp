@@ -20,20 +20,13 @@
 
 #include "furiosa/core/error.h"
 #include "furiosa/server/v2_protocol.h"
+#include "served_model.h"
 
 namespace {
 
 const std::vector<furiosa::runtime::TensorDesc>& model_inputs() {
-  static const std::vector<furiosa::runtime::TensorDesc> inputs = [] {
-    std::vector<furiosa::runtime::TensorDesc> d(2);
-    d[0].name = "Input3";
-    d[0].dtype = furiosa::DType::Float32;
-    d[0].shape = {1, 1, 28, 28};
-    d[1].name = "u8";
-    d[1].dtype = furiosa::DType::UInt8;
-    d[1].shape = {2, 3};
-    return d;
-  }();
+  static const std::vector<furiosa::runtime::TensorDesc> inputs =
+      furiosa::fuzz::served_model_inputs();
   return inputs;
 }
 
