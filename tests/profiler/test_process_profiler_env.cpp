@@ -87,7 +87,7 @@ TEST_CASE("process_profiler is null when FURIOSA_PROFILER_OUTPUT_PATH is empty",
   CHECK(status == 0);
 }
 
-TEST_CASE("process_profiler is null when FURIOSA_PROFILER_OUTPUT_PATH is unset",
+TEST_CASE("process_profiler is null in a child process without FURIOSA_PROFILER_OUTPUT_PATH",
           "[profiler][env]") {
   const int status = run_in_child([] {
     ::unsetenv("FURIOSA_PROFILER_OUTPUT_PATH");
