@@ -92,6 +92,9 @@ ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& fil
     kt.operator_index = prog.kernels[k].operator_index;
     kt.instruction_index = static_cast<std::int32_t>(k);
     kt.cycles = cost.kernels[k].cycles;
+    kt.bound = bound_name(cost.kernels[k].bound);
+    kt.spill_bytes = cost.kernels[k].spill_read_bytes + cost.kernels[k].spill_write_bytes;
+    kt.dram_bytes = cost.kernels[k].dram_bytes + kt.spill_bytes;
     kt.start_ns = clock;
     clock += cycles_to_ns(config, kt.cycles);
     kt.end_ns = clock;

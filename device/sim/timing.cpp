@@ -11,15 +11,17 @@
 //   GlobalAveragePool): compute = 0; they are bound by SRAM traffic.
 //   sram     = (bytes of all inputs and outputs + conv/matmul weight bytes)
 //              / (sram_bytes_per_cycle_per_pe * P)
-//   dram     = weight bytes streamed from DRAM / the device's share of the card's DRAM
-//              bandwidth (P / pes_per_card of dram_bytes_per_ns, per cycle)
+//   dram     = (weight bytes streamed from DRAM + activation bytes spilled to and read back
+//              from DRAM) / the device's share of the card's DRAM bandwidth (P / pes_per_card of
+//              dram_bytes_per_ns, per cycle)
 //   exchange = fused PE, Conv2d and MatMul only: output bytes / fused_exchange_bytes_per_cycle
 //              (the PEs split the output channels; the next kernel reduces over all of them, so
 //              each PE needs the other's half; depthwise and vector kernels stay channel-local)
 //   cycles   = kernel_overhead_cycles + exchange + max(compute, sram, dram)
-// SRAM residency: SRAM of the device = sram_bytes_per_pe * P. The largest kernel's activations
-// (inputs + outputs) are reserved; weights are kept resident in program order while they fit
-// in the rest, and the weights of later kernels are streamed from DRAM at every execution.
+// SRAM residency (sram_plan.h): activations first, held by every PE of the device; weights kept
+// resident in program order in what the peak of live activations leaves (split between the PEs),
+// the weights of later kernels streamed from DRAM at every execution; activations that do not
+// fit are evicted to DRAM or written there by a tiled kernel, and read back by their readers.
 // DMA: dma_latency_ns + bytes / pcie_bytes_per_ns per transfer (one per program input/output).
 #include "timing.h"
 
@@ -42,10 +44,6 @@ std::uint64_t align_up(std::int64_t d, std::int64_t a) {
 // ceil(work / rate) cycles, for work >= 0 and rate > 0.
 std::uint64_t cycles_for(double work, double rate) {
   return static_cast<std::uint64_t>(std::ceil(work / rate));
-}
-
-bool is_constant(const isa::TensorRef& ref, std::uint64_t constants_end) {
-  return ref.address + ref.size_bytes() <= constants_end && constants_end > 0;
 }
 
 // MACs the array performs for a MAC kernel, with its dimensions padded to the array's sizes.
@@ -80,13 +78,10 @@ bool is_mac_kernel(isa::KernelKind kind) {
          kind == isa::KernelKind::MatMul;
 }
 
-// Bytes of the kernel's inputs and outputs, without the inputs that are constants (addresses
-// below constants_end; pass 0 to count every input).
-std::uint64_t activation_bytes(const isa::Kernel& kernel, std::uint64_t constants_end) {
+// Bytes of all the kernel's inputs and outputs (constant operands included).
+std::uint64_t io_bytes(const isa::Kernel& kernel) {
   std::uint64_t bytes = 0;
-  for (const auto& ref : kernel.inputs) {
-    if (!is_constant(ref, constants_end)) bytes += ref.size_bytes();
-  }
+  for (const auto& ref : kernel.inputs) bytes += ref.size_bytes();
   for (const auto& ref : kernel.outputs) bytes += ref.size_bytes();
   return bytes;
 }
@@ -98,7 +93,7 @@ std::uint64_t output_bytes(const isa::Kernel& kernel) {
 }
 
 KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count,
-                std::uint64_t streamed) {
+                std::uint64_t streamed, const KernelSpill& spill) {
   const double pes = static_cast<double>(std::max(pe_count, 1));
   KernelCost c;
   c.macs = is_mac_kernel(kernel.kind) ? isa::kernel_macs(kernel) : 0;
@@ -106,64 +101,72 @@ KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count
     c.aligned_macs = aligned_macs(kernel, config.array_align);
     c.compute_cycles = cycles_for(static_cast<double>(c.aligned_macs), config.macs_per_cycle_per_pe * pes);
   }
-  const double traffic = static_cast<double>(activation_bytes(kernel, 0) + kernel_weight_bytes(kernel));
+  const double traffic = static_cast<double>(io_bytes(kernel) + kernel_weight_bytes(kernel));
   c.sram_cycles = cycles_for(traffic, config.sram_bytes_per_cycle_per_pe * pes);
   c.dram_bytes = streamed;
-  if (streamed > 0) {
+  c.spill_read_bytes = spill.read_bytes;
+  c.spill_write_bytes = spill.write_bytes;
+  const std::uint64_t dram_traffic = streamed + spill.read_bytes + spill.write_bytes;
+  if (dram_traffic > 0) {
     const double share = static_cast<double>(std::max(pe_count, 1)) /
                          static_cast<double>(std::max(config.pes_per_card, 1));
     const double dram_bytes_per_cycle = config.dram_bytes_per_ns / config.clock_ghz * std::min(share, 1.0);
-    c.dram_cycles = cycles_for(static_cast<double>(streamed), dram_bytes_per_cycle);
+    c.dram_cycles = cycles_for(static_cast<double>(dram_traffic), dram_bytes_per_cycle);
   }
   if (pe_count > 1 && (kernel.kind == isa::KernelKind::Conv2d || kernel.kind == isa::KernelKind::MatMul)) {
     c.exchange_cycles = cycles_for(static_cast<double>(output_bytes(kernel)), config.fused_exchange_bytes_per_cycle);
   }
   c.cycles = config.kernel_overhead_cycles + c.exchange_cycles +
              std::max({c.compute_cycles, c.sram_cycles, c.dram_cycles});
+  c.bound = c.compute_cycles >= c.sram_cycles && c.compute_cycles >= c.dram_cycles
+                ? KernelBound::Compute
+            : c.dram_cycles > c.sram_cycles ? KernelBound::Dram
+                                            : KernelBound::Sram;
   return c;
 }
 
 }  // namespace
 
-std::uint64_t kernel_weight_bytes(const isa::Kernel& kernel) {
-  if (const auto* p = std::get_if<isa::Conv2dParams>(&kernel.params)) {
-    return p->weight.size_bytes() + (p->bias ? p->bias->size_bytes() : 0);
+const char* bound_name(KernelBound bound) noexcept {
+  switch (bound) {
+    case KernelBound::Compute: return "compute";
+    case KernelBound::Sram: return "sram";
+    case KernelBound::Dram: return "dram";
   }
-  if (const auto* p = std::get_if<isa::MatMulParams>(&kernel.params)) {
-    return p->b.size_bytes() + (p->bias ? p->bias->size_bytes() : 0);
-  }
-  return 0;
+  return "sram";
 }
 
 KernelCost kernel_cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count,
-                       std::uint64_t streamed_weight_bytes) {
-  return cost(config, kernel, pe_count, streamed_weight_bytes);
+                       std::uint64_t streamed_weight_bytes, const KernelSpill& spill) {
+  return cost(config, kernel, pe_count, streamed_weight_bytes, spill);
 }
 
 ProgramCost model_program(const SimConfig& config, const isa::Program& program, int pe_count) {
-  ProgramCost pc;
-  const std::uint64_t constants_end = program.constants.size();
-  for (const auto& k : program.kernels) {
-    pc.weight_bytes += kernel_weight_bytes(k);
-    pc.activation_bytes = std::max(pc.activation_bytes, activation_bytes(k, constants_end));
-  }
-  const std::uint64_t sram = config.sram_bytes_per_pe * static_cast<std::uint64_t>(std::max(pe_count, 1));
-  std::uint64_t budget = sram > pc.activation_bytes ? sram - pc.activation_bytes : 0;
-  pc.kernels.reserve(program.kernels.size());
-  for (const auto& k : program.kernels) {
-    const std::uint64_t w = kernel_weight_bytes(k);
-    std::uint64_t streamed = 0;
-    if (w <= budget) {
-      budget -= w;
-      pc.resident_weight_bytes += w;
-    } else {
-      streamed = w;
-      budget = 0;  // kept in program order: nothing after the first miss is resident
+  // The compiler's choice between resident weights and room for activations: the cheapest of
+  // kWeightBudgetSteps + 1 evenly spaced weight budgets (0, 1/16, ..., all of a PE's SRAM).
+  constexpr std::uint64_t kWeightBudgetSteps = 16;
+  ProgramCost best;
+  for (std::uint64_t step = 0; step <= kWeightBudgetSteps; ++step) {
+    const std::uint64_t budget = config.sram_bytes_per_pe / kWeightBudgetSteps * step;
+    const SramPlan plan = plan_sram(program, pe_count, config.sram_bytes_per_pe, budget);
+    ProgramCost pc;
+    pc.activation_bytes = plan.peak_live_bytes;
+    pc.resident_weight_bytes = plan.resident_weight_bytes;
+    pc.spill_bytes = plan.spill_bytes;
+    pc.kernels.reserve(program.kernels.size());
+    for (std::size_t i = 0; i < program.kernels.size(); ++i) {
+      const isa::Kernel& k = program.kernels[i];
+      const std::uint64_t w = kernel_weight_bytes(k);
+      pc.weight_bytes += w;
+      pc.kernels.push_back(
+          cost(config, k, pe_count, w - plan.resident_weights[i], plan.kernels[i]));
+      pc.kernel_cycles += pc.kernels.back().cycles;
+      pc.macs += pc.kernels.back().macs;
     }
-    pc.kernels.push_back(cost(config, k, pe_count, streamed));
-    pc.kernel_cycles += pc.kernels.back().cycles;
-    pc.macs += pc.kernels.back().macs;
+    // Ties keep the plan with more resident weights (later steps), fewer DRAM bytes per execution.
+    if (step == 0 || pc.kernel_cycles <= best.kernel_cycles) best = std::move(pc);
   }
+  ProgramCost pc = std::move(best);
   for (const auto& ref : program.inputs) {
     pc.load_ns.push_back(dma_duration_ns(config, ref.size_bytes()));
     pc.dma_bytes_to_device += ref.size_bytes();

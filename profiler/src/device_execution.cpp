@@ -40,6 +40,11 @@ void for_each_span(const DeviceExecution& e, const SpanContext& parent, std::uin
     r.operator_index = k.operator_index;
     r.instruction_index = k.instruction_index;
     r.cycles = k.cycles;
+    if (!k.bound.empty()) {
+      r.attributes = {{"bound", std::string(k.bound)},
+                      {"dram_bytes", std::to_string(k.dram_bytes)},
+                      {"spill_bytes", std::to_string(k.spill_bytes)}};
+    }
     emit(std::move(r));
   }
   emit(npu("Store", e.store_start_ns, e.store_end_ns, parent.span_id));

@@ -236,3 +236,113 @@ TEST_CASE("Executions of one device computed concurrently keep their own results
     CHECK(timings[i].load_start_ns >= timings[i - 1].store_end_ns);
   }
 }
+
+namespace {
+
+/// A residual block x -> conv3x3 -> y1 -> conv3x3 -> y2 -> Add(y2, x): x stays live across both
+/// convs (the shortcut), as in ResNet's basic block. c channels of h x w, lowered uint8.
+std::shared_ptr<const isa::Program> residual_program(std::int64_t c, std::int64_t h,
+                                                     std::int64_t w) {
+  ProgramBuilder b("residual");
+  const Shape s{1, c, h, w};
+  const auto conv_params = [&](int seed) {
+    isa::Conv2dParams cp;
+    cp.weight = b.constant(DType::Int8, {c, c, 3, 3},
+                           random_8bit(static_cast<std::size_t>(c * c * 9), DType::Int8, seed));
+    cp.w_scale = {0.01f};
+    cp.w_zero_point = {0};
+    cp.x = {0.05f, 0};
+    cp.y = {1.0f, 0};
+    cp.pads = {1, 1, 1, 1};
+    return cp;
+  };
+  const isa::Conv2dParams p1 = conv_params(11), p2 = conv_params(12);
+  const isa::TensorRef x = b.activation(DType::UInt8, s, isa::Layout::LoweredNCHW);
+  const isa::TensorRef y1 = b.activation(DType::UInt8, s, isa::Layout::LoweredNCHW);
+  const isa::TensorRef y2 = b.activation(DType::UInt8, s, isa::Layout::LoweredNCHW);
+  const isa::TensorRef y = b.activation(DType::UInt8, s, isa::Layout::LoweredNCHW);
+  b.kernel(isa::KernelKind::Conv2d, {x}, {y1}, p1);
+  b.kernel(isa::KernelKind::Conv2d, {y1}, {y2}, p2);
+  b.kernel(isa::KernelKind::Add, {y2, x}, {y}, isa::AddParams{});
+  return b.finish({x}, {y});
+}
+
+}  // namespace
+
+TEST_CASE("Timing model: activations that exceed SRAM spill to DRAM and cost time",
+          "[device][sim][timing]") {
+  SimConfig config = fast_config();
+  // 64 x 256 x 256 lowered uint8: 4 MiB per tensor; x, y1 and y2 live at once: 12 MiB.
+  const auto p = residual_program(64, 256, 256);
+  const std::uint64_t tensor = p->inputs.at(0).size_bytes();
+  REQUIRE(tensor == 4ull << 20);
+  const auto fits = sim::model_program(config, *p, 1);  // 16 MiB per PE
+  CHECK(fits.activation_bytes == 3 * tensor);
+  CHECK(fits.spill_bytes == 0);
+  for (const auto& k : fits.kernels) CHECK(k.spill_read_bytes + k.spill_write_bytes == 0);
+
+  config.sram_bytes_per_pe = 10ull << 20;  // room for two of the three live tensors
+  const auto spills = sim::model_program(config, *p, 1);
+  // The second conv needs y1 and y2 on chip: the shortcut x, read next by the Add, is evicted
+  // (written to DRAM once) and the Add reads it back.
+  CHECK(spills.kernels.at(0).spill_write_bytes == 0);
+  CHECK(spills.kernels.at(1).spill_write_bytes == tensor);
+  CHECK(spills.kernels.at(2).spill_read_bytes == tensor);
+  CHECK(spills.spill_bytes == 2 * tensor);
+  CHECK(spills.kernel_cycles > fits.kernel_cycles);
+  // The Add streams the shortcut from DRAM at a single PE's share of the card's bandwidth.
+  const double bytes_per_cycle = config.dram_bytes_per_ns / config.clock_ghz / 2;
+  CHECK(spills.kernels.at(2).dram_cycles ==
+        static_cast<std::uint64_t>(std::ceil(static_cast<double>(tensor) / bytes_per_cycle)));
+  CHECK(spills.kernels.at(2).bound == sim::KernelBound::Dram);
+  CHECK(std::string(sim::bound_name(spills.kernels.at(2).bound)) == "dram");
+  // Deterministic.
+  CHECK(sim::model_program(config, *p, 1).kernel_cycles == spills.kernel_cycles);
+
+  // A fused PE holds every activation on both PEs, so it spills the same way.
+  CHECK(sim::model_program(config, *p, 2).spill_bytes == 2 * tensor);
+}
+
+TEST_CASE(
+    "Timing model: an output too large for SRAM with one reader right after it is tiled into it",
+    "[device][sim][timing]") {
+  SimConfig config = fast_config();
+  config.sram_bytes_per_pe = 6ull << 20;
+  // x (4 MiB) -> conv -> y1 (4 MiB) -> conv -> y2: y1 does not fit beside x, and its only reader
+  // is the next conv, so it is made tile by tile into it (depth-first) and never touches DRAM.
+  ProgramBuilder b("chain");
+  const Shape s{1, 64, 256, 256};
+  isa::Conv2dParams cp;
+  cp.weight = b.constant(DType::Int8, {64, 64, 1, 1}, random_8bit(64 * 64, DType::Int8, 5));
+  cp.w_scale = {0.01f};
+  cp.w_zero_point = {0};
+  cp.x = {0.05f, 0};
+  cp.y = {1.0f, 0};
+  const isa::TensorRef x = b.activation(DType::UInt8, s, isa::Layout::LoweredNCHW);
+  const isa::TensorRef y1 = b.activation(DType::UInt8, s, isa::Layout::LoweredNCHW);
+  const isa::TensorRef y2 = b.activation(DType::UInt8, s, isa::Layout::LoweredNCHW);
+  b.kernel(isa::KernelKind::Conv2d, {x}, {y1}, cp);
+  b.kernel(isa::KernelKind::Conv2d, {y1}, {y2}, cp);
+  const auto chain = sim::model_program(config, *b.finish({x}, {y2}), 1);
+  CHECK(chain.kernels.at(0).spill_write_bytes == 0);
+  CHECK(chain.kernels.at(1).spill_read_bytes == 0);
+  // y2 is a program output and has no reader on the device: it is written to DRAM as made.
+  CHECK(chain.kernels.at(1).spill_write_bytes == 0);  // x is dead by then: y2 fits
+  CHECK(chain.spill_bytes == 0);
+}
+
+TEST_CASE("Timing model: kernel timings carry the bound and DRAM bytes", "[device][sim][timing]") {
+  SimConfig config = fast_config();
+  config.mode = SimMode::Timing;  // the figures only: 4.8 GMACs need not be computed
+  config.sram_bytes_per_pe = 10ull << 20;
+  const auto p = residual_program(64, 256, 256);
+  auto s = open_sim(config);
+  ExecutionTiming t;
+  run_program(*s.device, p, {std::vector<std::byte>(p->inputs.at(0).size_bytes())}, &t);
+  REQUIRE(t.kernels.size() == 3);
+  CHECK(t.kernels.at(0).bound == "compute");
+  CHECK(t.kernels.at(1).spill_bytes == 4ull << 20);
+  CHECK(t.kernels.at(2).bound == "dram");
+  CHECK(t.kernels.at(2).spill_bytes == 4ull << 20);
+  CHECK(t.kernels.at(2).dram_bytes == 4ull << 20);
+}

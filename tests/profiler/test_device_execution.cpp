@@ -88,3 +88,19 @@ TEST_CASE("recording a device execution: profiler ids, nothing while paused or w
   record_device_execution(profiler, sample(), parent, 0);
   CHECK(profiler.records().size() == 6);
 }
+
+TEST_CASE("device execution spans: a modelled kernel's bound and DRAM bytes become span attributes",
+          "[profiler][device_execution]") {
+  DeviceExecution e = sample();
+  e.kernels[1].bound = "dram";
+  e.kernels[1].dram_bytes = 6144000;
+  e.kernels[1].spill_bytes = 4096000;
+  std::uint64_t next = 1;
+  const auto spans =
+      device_execution_spans(e, SpanContext{TraceId{7, 8}, 55}, 0, [&] { return next++; });
+  REQUIRE(spans.size() == 6);
+  CHECK(spans[2].attributes.empty());  // not modelled: no attributes, no allocation
+  using Attributes = std::vector<std::pair<std::string, std::string>>;
+  CHECK(spans[3].attributes ==
+        Attributes{{"bound", "dram"}, {"dram_bytes", "6144000"}, {"spill_bytes", "4096000"}});
+}

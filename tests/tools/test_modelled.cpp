@@ -231,6 +231,30 @@ TEST_CASE("SSD-MobileNet v1: out-of-sample check against MLPerf v2.0 (nothing re
   CHECK(offline.modelled.samples_per_s < 8762.15 * 1.25);
 }
 
+TEST_CASE("SSD-ResNet34: out-of-sample check against MLPerf v2.0 (nothing refitted)",
+          "[tools][modelled][validation]") {
+  // Out of sample: nothing is fitted to SSD-ResNet34 (models/ssd_resnet34.py, MLPerf's reference
+  // architecture, 216.4 GMACs per image). FuriosaAI's MLPerf Inference v2.0 figures as issue 34
+  // quotes them (closed/FuriosaAI/results/warboy/ssd-resnet34): single-stream p90 13.43 ms (fused
+  // PE, batch 1); offline 79.9 samples/s (fused PE, 4 workers, batch 1). The model's errors are
+  // -16.8% and +13.6% with the SRAM plan (-20.1% and +18.4% without it; docs/timing.md); the
+  // tolerances are the ones those errors support (20%), not the goal of 10%.
+  const fs::path model = FURIOSA_SSD_RESNET34;
+  if (!fs::exists(model))
+    FAIL("missing " << model.string() << ": build the ssd-resnet34-model target");
+  const auto single_stream = timed_bench(model, "npu0pe0-1", 1, 1);
+  const auto offline = timed_bench(model, "npu0pe0-1", 4, 1);
+  REQUIRE(single_stream.modelled.available);
+  REQUIRE(offline.modelled.available);
+  INFO("modelled SSD-ResNet34 single-stream p90 "
+       << single_stream.modelled.p90_us << " us (device " << single_stream.modelled.device_p90_us
+       << " us), offline " << offline.modelled.samples_per_s << " samples/s");
+  CHECK(single_stream.modelled.p90_us > 13430 * 0.8);
+  CHECK(single_stream.modelled.p90_us < 13430 * 1.2);
+  CHECK(offline.modelled.samples_per_s > 79.9 * 0.8);
+  CHECK(offline.modelled.samples_per_s < 79.9 * 1.2);
+}
+
 TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled][bottleneck]") {
   SECTION("host-heavy float I/O: Quantize and Dequantize of large float tensors dominate") {
     const auto spans = constructed_run(10, 1, 20, 80, 10, {{"Quantize", 2000}, {"Dequantize", 600}});

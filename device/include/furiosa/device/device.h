@@ -49,6 +49,13 @@ struct KernelTiming {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint64_t cycles = 0;  ///< modelled NPU cycles
+  /// What bounds the kernel in the timing model: "compute" (the MAC array), "sram" (on-chip
+  /// traffic) or "dram" (streamed weights, spilled activations); empty when the backend does not
+  /// model it. Points to a string literal.
+  std::string_view bound{};
+  std::uint64_t dram_bytes = 0;  ///< modelled DRAM traffic: streamed weights + spill_bytes
+  std::uint64_t spill_bytes =
+      0;  ///< activations written to or read back from DRAM (SRAM too small)
 };
 
 /// A backend-specific interval of one execution (e.g. the simulator's "SimOverrun": the host

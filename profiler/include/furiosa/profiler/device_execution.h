@@ -34,6 +34,11 @@ struct DeviceKernel {
   std::int32_t operator_index = -1;    ///< the model node it came from; -1 when unknown
   std::int32_t instruction_index = -1; ///< position of the kernel in the program; -1 when unknown
   std::int64_t cycles = -1;            ///< modelled NPU cycles; -1 when not modelled
+  /// The timing model's bound ("compute", "sram", "dram"); empty when not modelled. Borrowed like
+  /// `name`. When set, the kernel's span carries it and the two byte counts as attributes.
+  std::string_view bound{};
+  std::int64_t dram_bytes = 0;   ///< modelled DRAM traffic (streamed weights + spilled activations)
+  std::int64_t spill_bytes = 0;  ///< of which activations spilled to / read back from DRAM
 };
 
 /// A backend-specific interval of a device execution, drawn beside the phases without
@@ -65,8 +70,9 @@ struct DeviceExecution {
 /// pe_index, execution_index and dram_base; Load, Execution, Store and the backend intervals have
 /// parent `parent.span_id`, the kernels the Execution span's id. The Execution span carries
 /// `flow_id` (0: no flow) and `cycles`; each kernel its operator_index, instruction_index and
-/// cycles. Span ids come from `next_id`, called once per span in the order above (so a test can
-/// predict them). Pure: thread-safe.
+/// cycles, and when the backend models it, the attributes "bound", "dram_bytes" and "spill_bytes".
+/// Span ids come from `next_id`, called once per span in the order above (so a test can predict
+/// them). Pure: thread-safe.
 std::vector<SpanRecord> device_execution_spans(const DeviceExecution& execution, const SpanContext& parent,
                                                std::uint64_t flow_id, const std::function<std::uint64_t()>& next_id);
 
