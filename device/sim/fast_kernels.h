@@ -5,7 +5,7 @@
 //
 // ISA levels (device::SimIsa, lowest first). x86-64: avx2, avx-vnni and avx512-vnni (one
 // source, fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and
-// avx512 (fast_kernels.cpp: AVX-512 VNNI / VBMI). aarch64: neon and neon-dotprod (one source,
+// avx512 (fast_kernels_avx512*: AVX-512 VNNI / VBMI). aarch64: neon and neon-dotprod (one source,
 // fast_kernels_neon_*.inc, compiled twice; its own arithmetic notes there). Only the files of
 // the target architecture are built (device/CMakeLists.txt). Each level is a table of function
 // pointers (Kernels); a level may leave entries null, which kernels_for() fills from the next lower
@@ -29,7 +29,7 @@
 // bit-identical (IEEE 754; -ffp-contract=off keeps the compiler from fusing them into FMAs).
 // Rounding uses the current rounding mode like std::nearbyint (half to even); the zero point
 // is then added and the result saturated in integer arithmetic, which gives the same value as
-// the scalar float addition and clamping (fast_kernels.cpp, requant16_f / requant64).
+// the scalar float addition and clamping (fast_kernels_avx512_base.inc, requant16_f / requant64).
 #pragma once
 
 #include <cstddef>
@@ -180,7 +180,7 @@ struct Kernels {
 /// The kernels of each level as implemented by its own file (entries it lacks are null).
 /// Only to be called through kernels_for(), which checks the CPU. Defined only in a build for
 /// the level's architecture (x86-64: the avx ones, aarch64: the neon ones).
-Kernels avx512_kernels() noexcept;    // fast_kernels.cpp
+Kernels avx512_kernels() noexcept;    // fast_kernels_avx512.cpp
 Kernels avx2_kernels() noexcept;      // fast_kernels_avx2.cpp
 Kernels avx_vnni_kernels() noexcept;  // fast_kernels_avx_vnni.cpp, the AVX-VNNI build
 Kernels avx512_vnni_kernels() noexcept;  // fast_kernels_avx512_vnni.cpp, the same with EVEX
