@@ -10,12 +10,12 @@
 // linear -> linear Reshape is one memcpy). The row padding of lowered inputs is never read and
 // the row padding of lowered outputs is zeroed. An input whose bytes overlap an output's is
 // copied aside first, so in-place programs (output placed over an input) get the right result.
+#include "kernel_common.h"
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
-
-#include "kernel_common.h"
 
 namespace furiosa::device::sim::detail {
 

@@ -1,13 +1,13 @@
 // LowLevelConv2d / LowLevelDepthwiseConv2d (QLinearConv): validation, the portable
 // convolution, and the packing of a convolution for the fast kernels (fast::ConvPlan), per
 // program (prepare_conv_plan) or per call.
+#include "kernel_common.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
-
-#include "kernel_common.h"
 
 namespace furiosa::device::sim::detail {
 

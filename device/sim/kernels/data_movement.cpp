@@ -1,12 +1,13 @@
 // The data-movement kernels: LowLevelReshape, LowLevelConcat, LowLevelSplit, LowLevelSlice,
 // LowLevelPad and LowLevelTranspose, copies between tensors of either layout that never convert
 // a value (block_copy.cpp does the copying).
+#include "kernel_common.h"
+
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "furiosa/host/index_map.h"
-#include "kernel_common.h"
 
 namespace furiosa::device::sim::detail {
 

@@ -1,12 +1,12 @@
 // Runs a kernel by its kind: the dispatch to the family files, the per-program plans
 // (PreparedProgram, prepare_program) and sim-bench's per-kind statistics (kernels.h).
+#include "kernel_common.h"
+
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <vector>
-
-#include "kernel_common.h"
 
 namespace furiosa::device::sim {
 

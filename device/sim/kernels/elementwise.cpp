@@ -1,12 +1,13 @@
 // The element-wise kernels: LowLevelAdd, LowLevelMul and LowLevelSub (two 8-bit operands with
 // numpy-style broadcasting) and LowLevelRequantize (one operand, through a 256-entry table).
+#include "kernel_common.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "furiosa/host/lookup_table.h"
-#include "kernel_common.h"
 
 namespace furiosa::device::sim::detail {
 

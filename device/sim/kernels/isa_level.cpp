@@ -3,6 +3,8 @@
 // the family files ask for (fast_kernels()); and the level names and checks of
 // furiosa/device/sim.h (sim_isa_name, parse_sim_isa, sim_cpu_isa_levels,
 // sim_isa_from_environment, sim_active_isa).
+#include "kernel_common.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -10,7 +12,6 @@
 
 #include "furiosa/core/text.h"
 #include "furiosa/device/sim.h"
-#include "kernel_common.h"
 
 namespace furiosa::device::sim {
 

@@ -1,12 +1,12 @@
 // LowLevelMatMul (QLinearMatMul with a constant B): validation, the portable matmul, and the
 // packing of a matmul for the fast kernels (fast::MatMulPlan), per program
 // (prepare_matmul_plan) or per call.
+#include "kernel_common.h"
+
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
-
-#include "kernel_common.h"
 
 namespace furiosa::device::sim::detail {
 

@@ -1,10 +1,10 @@
 // The pooling kernels: LowLevelMaxPool (window maximum) and LowLevelGlobalAveragePool
 // (QLinearGlobalAveragePool, or TFLite's integer mean).
+#include "kernel_common.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include "kernel_common.h"
 
 namespace furiosa::device::sim::detail {
 

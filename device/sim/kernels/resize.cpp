@@ -1,12 +1,13 @@
 // LowLevelResize: nearest upsampling by whole factors as a block copy, and the bilinear modes
 // (TfliteBilinear, OnnxLinear) on the host operator library's Resize.
+#include "kernel_common.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "furiosa/host/cpu_ops.h"
-#include "kernel_common.h"
 
 namespace furiosa::device::sim::detail {
 
