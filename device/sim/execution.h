@@ -3,7 +3,7 @@
 // The queue (execution_queue.h) places the execution on the device's modelled timeline
 // (place_on_timeline, with the queue lock held, in the order executions are taken), then a
 // compute thread runs it (execute): functional mode copies the inputs in (Load), computes the
-// kernels with ONNX quantized-operator semantics (kernels.cpp) and copies the outputs out
+// kernels with ONNX quantized-operator semantics (kernels/) and copies the outputs out
 // (Store); timing mode computes nothing. Pacing then sleeps until the modelled Store end, and the
 // fence is signalled with the timing or failed with a typed error.
 #pragma once

@@ -1,15 +1,15 @@
-// Private: the simulator's fast kernels, used by kernels.cpp when the host CPU has them. Every
-// function here computes exactly what the portable kernels in kernels.cpp compute
-// (bit-identical outputs); kernels.cpp validates the kernels and builds the plans, the fast
+// Private: the simulator's fast kernels, used by the kernels of kernels/ when the host CPU has
+// them. Every function here computes exactly what the portable kernels in kernels/ compute
+// (bit-identical outputs); kernels/ validates the kernels and builds the plans, the fast
 // kernels only do arithmetic on already validated tensors.
 //
 // ISA levels (device::SimIsa, lowest first). x86-64: avx2, avx-vnni and avx512-vnni (one
 // source, fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and
-// avx512 (fast_kernels.cpp: AVX-512 VNNI / VBMI). aarch64: neon and neon-dotprod (one source,
+// avx512 (fast_kernels_avx512*: AVX-512 VNNI / VBMI). aarch64: neon and neon-dotprod (one source,
 // fast_kernels_neon_*.inc, compiled twice; its own arithmetic notes there). Only the files of
 // the target architecture are built (device/CMakeLists.txt). Each level is a table of function
 // pointers (Kernels); a level may leave entries null, which kernels_for() fills from the next lower
-// level that has them, and kernels.cpp runs the portable code where the entry is still null. The
+// level that has them, and kernels/ runs the portable code where the entry is still null. The
 // plans (ConvPlan, MatMulPlan) are the same for every level, so a prepared program runs at any
 // level. The 256-bit levels keep the exactness: avx2 multiplies int16-widened operands with
 // vpmaddwd (fast_kernels_avx2_base.inc), and they requantize with the same operations.
@@ -29,7 +29,7 @@
 // bit-identical (IEEE 754; -ffp-contract=off keeps the compiler from fusing them into FMAs).
 // Rounding uses the current rounding mode like std::nearbyint (half to even); the zero point
 // is then added and the result saturated in integer arithmetic, which gives the same value as
-// the scalar float addition and clamping (fast_kernels.cpp, requant16_f / requant64).
+// the scalar float addition and clamping (fast_kernels_avx512_base.inc, requant16_f / requant64).
 #pragma once
 
 #include <cstddef>
@@ -53,7 +53,7 @@ std::string_view isa_arch(SimIsa isa) noexcept;
 /// this many rows).
 inline constexpr std::int64_t kConvMr = 6;
 
-/// A validated QLinearConv with its weights packed (built by kernels.cpp).
+/// A validated QLinearConv with its weights packed (built by kernels/conv.cpp).
 struct ConvPlan {
   std::int64_t N = 0, C = 0, H = 0, W = 0, M = 0, OH = 0, OW = 0;
   std::int64_t kH = 1, kW = 1, pt = 0, pl = 0, sh = 1, sw = 1, dh = 1, dw = 1;
@@ -180,7 +180,7 @@ struct Kernels {
 /// The kernels of each level as implemented by its own file (entries it lacks are null).
 /// Only to be called through kernels_for(), which checks the CPU. Defined only in a build for
 /// the level's architecture (x86-64: the avx ones, aarch64: the neon ones).
-Kernels avx512_kernels() noexcept;    // fast_kernels.cpp
+Kernels avx512_kernels() noexcept;    // fast_kernels_avx512.cpp
 Kernels avx2_kernels() noexcept;      // fast_kernels_avx2.cpp
 Kernels avx_vnni_kernels() noexcept;  // fast_kernels_avx_vnni.cpp, the AVX-VNNI build
 Kernels avx512_vnni_kernels() noexcept;  // fast_kernels_avx512_vnni.cpp, the same with EVEX

@@ -10,7 +10,9 @@
 //   execution.cpp        one execution: timeline placement, host computation, pacing, fence
 //   sim_faults.cpp       the fault spec and the per-device fault decisions
 //   sim_counters.cpp     the per-device counters and their publication in the lock files
-//   timing.cpp           the timing model; kernels.cpp, fast_kernels.cpp the functional kernels
+//   timing.cpp           the timing model
+//   kernels/             the functional kernels, one file per family (kernels.h: interface);
+//                        fast_kernels*.cpp / *.inc their vectorized versions per ISA level
 //
 // Lifetime: the driver, its Devices and their LoadedPrograms share one SimState through
 // shared_ptr, so a Device still releases its cores correctly when it outlives the driver.

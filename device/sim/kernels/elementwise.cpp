@@ -1,0 +1,278 @@
+// The element-wise kernels: LowLevelAdd, LowLevelMul and LowLevelSub (two 8-bit operands with
+// numpy-style broadcasting) and LowLevelRequantize (one operand, through a 256-entry table).
+#include "kernel_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "furiosa/host/lookup_table.h"
+
+namespace furiosa::device::sim::detail {
+
+namespace {
+
+// Element strides of `ref` in its layout; broadcast dims (1 where `out` is larger) get 0.
+std::vector<std::int64_t> broadcast_strides(const TensorRef& ref, const Shape& out) {
+  std::vector<std::int64_t> strides = layout_strides(ref);
+  for (std::size_t d = 0; d < out.size(); ++d) {
+    if (ref.shape[d] != out[d]) strides[d] = 0;  // a broadcast dim of size 1
+  }
+  return strides;
+}
+
+// One element of the fixed-point LowLevelAdd (isa::FixedPointAdd; TFLite AddElementwise).
+inline std::int32_t fixed_point_add(std::int32_t a, std::int32_t b, const isa::AddParams& p,
+                                    const isa::FixedPointAdd& f) {
+  const std::int32_t sa = isa::multiply_by_quantized_multiplier(
+      (a - p.a.zero_point) * (std::int32_t{1} << f.left_shift), f.a_mult);
+  const std::int32_t sb = isa::multiply_by_quantized_multiplier(
+      (b - p.b.zero_point) * (std::int32_t{1} << f.left_shift), f.b_mult);
+  const std::int32_t v = isa::multiply_by_quantized_multiplier(sa + sb, f.y_mult) + p.y.zero_point;
+  return std::clamp(v, f.out_min, f.out_max);
+}
+
+// The located, validated operands of a two-input element-wise kernel (LowLevelAdd / Mul / Sub):
+// 8-bit a, b and y, a and b broadcasting numpy-style to y's shape (equal ranks), usable
+// quantization parameters; strides are layout strides over y's shape (0 along broadcast dims).
+struct BinaryOperands {
+  const std::byte* a = nullptr;
+  const std::byte* b = nullptr;
+  std::byte* y = nullptr;
+  Shape dims;  ///< y's shape ({1} for a scalar)
+  std::vector<std::int64_t> sa, sb, sy;
+  bool a_signed = false, b_signed = false;
+  std::int32_t qmin = 0, qmax = 255;
+  std::int64_t y_pad = 0;  ///< row padding elements after each innermost run of a lowered y
+  bool empty = false;      ///< y has no elements
+};
+
+BinaryOperands binary_operands(const isa::Kernel& kernel, std::span<std::byte> region,
+                               const isa::QuantParam& a, const isa::QuantParam& b,
+                               const isa::QuantParam& y) {
+  require_arity(kernel, 2, 1);
+  const TensorRef& aref = kernel.inputs[0];
+  const TensorRef& bref = kernel.inputs[1];
+  const TensorRef& yref = kernel.outputs[0];
+  BinaryOperands o;
+  o.a = locate(region, aref, "input 0");
+  o.b = locate(region, bref, "input 1");
+  o.y = locate(region, yref, "output 0");
+  require_8bit(aref, "input 0");
+  require_8bit(bref, "input 1");
+  require_8bit(yref, "output 0");
+  const Shape& out = yref.shape;
+  for (const auto& [ref, role] : {std::pair{&aref, "input 0"}, std::pair{&bref, "input 1"}}) {
+    bool ok = ref->shape.size() == out.size();
+    for (std::size_t d = 0; ok && d < out.size(); ++d) {
+      ok = ref->shape[d] == out[d] || ref->shape[d] == 1;
+    }
+    if (!ok) {
+      fault("{} does not broadcast to the output shape {}", describe(role, *ref),
+            shape_to_string(out));
+    }
+  }
+  require_scale(a.scale, "a_scale");
+  require_scale(b.scale, "b_scale");
+  require_scale(y.scale, "y_scale");
+  require_zero_point(a.zero_point, aref.dtype, "a_zero_point");
+  require_zero_point(b.zero_point, bref.dtype, "b_zero_point");
+  require_zero_point(y.zero_point, yref.dtype, "y_zero_point");
+  o.empty = element_count(out) == 0;
+  o.sa = broadcast_strides(aref, out);
+  o.sb = broadcast_strides(bref, out);
+  o.sy = broadcast_strides(yref, out);
+  o.dims = out;
+  if (o.dims.empty()) {  // a scalar: one element
+    o.dims = {1};
+    o.sa = o.sb = o.sy = {0};
+  }
+  o.a_signed = aref.dtype == DType::Int8;
+  o.b_signed = bref.dtype == DType::Int8;
+  o.y_pad =
+      yref.layout == Layout::LoweredNCHW ? isa::padded_width(o.dims.back()) - o.dims.back() : 0;
+  const auto range = isa::quant_range(yref.dtype);
+  o.qmin = std::get<0>(range);
+  o.qmax = std::get<1>(range);
+  return o;
+}
+
+// Calls run(pa, pb, py) for every innermost run of the output (dims.back() elements, strides
+// sa/sb/sy.back() apart) and zeroes the row padding after each run of a lowered output.
+// Element y[i] depends only on a[i] and b[i], and each run reads its elements before writing
+// them, so an output placed exactly over an input is fine.
+template <class RunFn>
+void for_each_binary_run(const BinaryOperands& o, RunFn&& run) {
+  const std::size_t outer_rank = o.dims.size() - 1;
+  const std::int64_t inner = o.dims.back();
+  std::vector<std::int64_t> index(outer_rank, 0);  // odometer over all dims but the last
+  for (;;) {
+    std::int64_t oa = 0, ob = 0, oy = 0;
+    for (std::size_t d = 0; d < outer_rank; ++d) {
+      oa += index[d] * o.sa[d];
+      ob += index[d] * o.sb[d];
+      oy += index[d] * o.sy[d];
+    }
+    std::byte* py = o.y + oy;
+    run(o.a + oa, o.b + ob, py);
+    if (o.y_pad > 0) std::memset(py + inner, 0, static_cast<std::size_t>(o.y_pad));
+    std::size_t d = outer_rank;
+    while (d > 0 && ++index[d - 1] == o.dims[d - 1]) index[--d] = 0;
+    if (d == 0) break;
+  }
+}
+
+// Runs elem(a, b) -> stored y over every element (8-bit values as int32).
+template <class ElemFn>
+void binary_elementwise(const BinaryOperands& o, ElemFn&& elem) {
+  if (o.empty) return;
+  const std::int64_t inner = o.dims.back();
+  const std::int64_t ia = o.sa.back(), ib = o.sb.back(), iy = o.sy.back();
+  for_each_binary_run(o, [&](const std::byte* pa, const std::byte* pb, std::byte* py) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      store8(py + i * iy, elem(load8(pa + i * ia, o.a_signed), load8(pb + i * ib, o.b_signed)));
+    }
+  });
+}
+
+}  // namespace
+
+// LowLevelAdd (com.microsoft QLinearAdd) with numpy-style broadcasting of equal-rank operands.
+void add(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::AddParams>(kernel);
+  const BinaryOperands o = binary_operands(kernel, region, p.a, p.b, p.y);
+  const TensorRef& aref = kernel.inputs[0];
+  const TensorRef& bref = kernel.inputs[1];
+  const TensorRef& yref = kernel.outputs[0];
+  if (p.fixed_point) {
+    const isa::FixedPointAdd& f = *p.fixed_point;
+    if (f.left_shift < 0 || f.left_shift > 22) {
+      fault(
+          "fixed-point left_shift {} must be in [0, 22] (8-bit operands times 2^left_shift "
+          "must fit int32)",
+          f.left_shift);
+    }
+    require_multiplier(f.a_mult, "fixed-point multiplier of a");
+    require_multiplier(f.b_mult, "fixed-point multiplier of b");
+    require_multiplier(f.y_mult, "fixed-point multiplier of y");
+    require_output_range(f.out_min, f.out_max, yref.dtype);
+    return binary_elementwise(
+        o, [&](std::int32_t a, std::int32_t b) { return fixed_point_add(a, b, p, f); });
+  }
+  if (o.empty) return;
+  const std::size_t outer_rank = o.dims.size() - 1;
+  const std::int64_t inner = o.dims.back();
+  // Contiguous innermost runs on all three sides go through the vectorized kernel. Each element
+  // of y depends only on the same element of a and b, so an output that is exactly one of the
+  // inputs is fine; partial overlaps take the scalar loop, which reads before it writes.
+  const bool same_or_disjoint =
+      (!overlaps(aref, yref) || (aref.address == yref.address && o.sa == o.sy)) &&
+      (!overlaps(bref, yref) || (bref.address == yref.address && o.sb == o.sy));
+  const fast::Kernels* fk = fast_kernels();
+  const bool fast_add = fk != nullptr && fk->add_rows != nullptr && fk->add_run != nullptr &&
+                        o.sa.back() == 1 && o.sb.back() == 1 && o.sy.back() == 1 &&
+                        same_or_disjoint;
+  if (!fast_add) {
+    return binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+      return qlinear_add(a, p.a, b, p.b, p.y, o.qmin, o.qmax);
+    });
+  }
+  const fast::AddParamsF fast_params{p.a.scale,      p.b.scale,      p.y.scale, p.a.zero_point,
+                                     p.b.zero_point, p.y.zero_point, o.qmin,    o.qmax,
+                                     o.a_signed,     o.b_signed};
+  // Without broadcasting, the runs of every operand are evenly spaced rows: one call.
+  if (outer_rank > 0) {
+    auto even = [&](const std::vector<std::int64_t>& st) {
+      for (std::size_t d = 0; d + 1 < outer_rank; ++d) {
+        if (st[d] != st[d + 1] * o.dims[d + 1]) return false;
+      }
+      return st[outer_rank - 1] != 0 || o.dims[outer_rank - 1] == 1;
+    };
+    if (even(o.sa) && even(o.sb) && even(o.sy)) {
+      std::int64_t rows = 1;
+      for (std::size_t d = 0; d < outer_rank; ++d) rows *= o.dims[d];
+      fk->add_rows(fast_params, o.a, o.sa[outer_rank - 1], o.b, o.sb[outer_rank - 1], o.y,
+                   o.sy[outer_rank - 1], rows, inner, o.y_pad);
+      return;
+    }
+  }
+  for_each_binary_run(o, [&](const std::byte* pa, const std::byte* pb, std::byte* py) {
+    fk->add_run(fast_params, pa, pb, py, inner);
+  });
+}
+
+// LowLevelMul (isa::MulParams): com.microsoft QLinearMul's documented formula, the integer
+// product exact and one float32 ratio.
+void mul(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::MulParams>(kernel);
+  const BinaryOperands o = binary_operands(kernel, region, p.a, p.b, p.y);
+  const float ratio = p.a.scale * p.b.scale / p.y.scale;  // float32, in this order
+  if (!std::isfinite(ratio)) fault("a_scale * b_scale / y_scale = {} is not finite", ratio);
+  const auto yzp = static_cast<float>(p.y.zero_point);
+  binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+    const float product = static_cast<float>((a - p.a.zero_point) * (b - p.b.zero_point));
+    const float scaled = product * ratio;
+    return host::quantize_value(scaled + yzp, 0, o.qmin, o.qmax);
+  });
+}
+
+// LowLevelSub (isa::SubParams): DequantizeLinear of both operands, Sub, QuantizeLinear, in
+// float32.
+void sub(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::SubParams>(kernel);
+  const BinaryOperands o = binary_operands(kernel, region, p.a, p.b, p.y);
+  binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+    const float fa = static_cast<float>(a - p.a.zero_point) * p.a.scale;
+    const float fb = static_cast<float>(b - p.b.zero_point) * p.b.scale;
+    const float diff = fa - fb;
+    return host::quantize_value(diff / p.y.scale, p.y.zero_point, o.qmin, o.qmax);
+  });
+}
+
+// LowLevelRequantize: DequantizeLinear then QuantizeLinear in float32, element for element, or
+// the 256-entry table the compiler computed (RequantizeParams::table).
+// Every 8-bit input value maps to one output value, so the formula is evaluated once per
+// possible input value into a table and the copy maps elements through it.
+void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
+  const auto& p = params_of<isa::RequantizeParams>(kernel);
+  require_arity(kernel, 1, 1);
+  const TensorRef& xref = kernel.inputs[0];
+  const TensorRef& yref = kernel.outputs[0];
+  locate(region, xref, "input 0");
+  std::byte* yptr = locate(region, yref, "output 0");
+  require_8bit(xref, "input 0");
+  require_8bit(yref, "output 0");
+  if (xref.shape != yref.shape) {
+    fault("{} must have the shape of {}", describe("output 0", yref), describe("input 0", xref));
+  }
+  require_scale(p.x.scale, "x_scale");
+  require_scale(p.y.scale, "y_scale");
+  require_zero_point(p.x.zero_point, xref.dtype, "x_zero_point");
+  require_zero_point(p.y.zero_point, yref.dtype, "y_zero_point");
+
+  if (!p.table.empty() && p.table.size() != 256) {
+    fault("requantization table has {} entries; expected 0 or 256", p.table.size());
+  }
+  // Without a table: DequantizeLinear then QuantizeLinear in float32 (isa.h), as a table.
+  host::LookupTable lut{};
+  if (!p.table.empty()) {
+    std::copy(p.table.begin(), p.table.end(), lut.begin());
+  } else {
+    // Copies, not structured bindings: clang 14 (the fuzz and tidy trees) cannot capture those.
+    const auto range = isa::quant_range(yref.dtype);
+    const std::int32_t qmin = range[0], qmax = range[1];
+    lut = host::build_lookup_table(xref.dtype, yref.dtype, [&](std::int32_t x) {
+      const float f = static_cast<float>(x - p.x.zero_point) * p.x.scale;
+      return host::quantize_value(f / p.y.scale, p.y.zero_point, qmin, qmax);
+    });
+  }
+  std::vector<std::byte> scratch;
+  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  if (!copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), layout_strides(xref)}, 1,
+                  lut.data(), dst_rows(yref))) {
+    clear_row_padding(yptr, yref);
+  }
+}
+
+}  // namespace furiosa::device::sim::detail
