@@ -225,14 +225,17 @@ void ModelRegistry::do_load(const std::string& name) {
     do_unload(name);  // a reload: the devices of the old versions are free for the new ones
   std::vector<std::string> versions;
   std::vector<std::unique_ptr<ModelService>> loaded;
+  // Returns the error to answer: the model named, one line.
   auto fail = [&](const std::exception& e) {
     for (auto& m : loaded) m->release();
     std::lock_guard lock(mutex_);
     for (auto& m : loaded) services_.push_back(std::move(m));
     Slot& slot = slots_[name];
     slot.state = "UNAVAILABLE";
-    slot.reason = e.what();
+    slot.reason = one_line(e.what());
     slot.versions = versions;  // none when the policy itself failed
+    return ServeError(status_of(e),
+                      fmt::format("cannot load model '{}': {}", escape_text(name), slot.reason));
   };
   try {
     versions = served_versions(entry);
@@ -246,8 +249,7 @@ void ModelRegistry::do_load(const std::string& name) {
     for (const auto& v : versions)
       loaded.push_back(std::make_unique<ModelService>(for_version(entry, v, versions), metrics_));
   } catch (const std::exception& e) {
-    fail(e);
-    throw;
+    throw fail(e);
   }
   std::lock_guard lock(mutex_);
   Slot& slot = slots_[name];

@@ -59,12 +59,14 @@ class ServerWith(Server):
 
 
 def test_unload_load_round_trip_releases_the_device(references, tmp_path):  # noqa: F811
-    """Two models pinned to the same PE, only mnist loaded at start: the index shows mnist READY
-    and digits UNAVAILABLE; unloading mnist answers its requests 503 naming it and frees the PE,
-    so digits loads there; loading mnist again (after digits is unloaded) answers correctly. The
-    statistics count exactly the requests sent."""
+    """mnist holds the card's fused PE pair npu0pe0-1, digits asks for npu0pe0 (a different
+    device file over the same core: DeviceBusy while mnist holds it, docs/serving.md "Model
+    repository"); only mnist is loaded at start: the index shows mnist READY and digits
+    UNAVAILABLE, and loading digits fails naming the busy device. Unloading mnist answers its
+    requests 503 naming it and releases the PEs, so digits loads; loading mnist again (after
+    digits is unloaded) answers correctly. The statistics count exactly the requests sent."""
     repo = make_repo(tmp_path / "repo", {
-        "mnist": (MNIST, {"device": "npu0pe0"}),
+        "mnist": (MNIST, {"device": "npu0pe0-1"}),
         "digits": (ts.DIGITS, {"device": "npu0pe0"}),
     })
     x, expected = references[MNIST]
@@ -74,6 +76,10 @@ def test_unload_load_round_trip_releases_the_device(references, tmp_path):  # no
         assert index(s, ready=True) == {("mnist", "1"): ("READY", "")}
         r = requests.post(s.url + "/v2/models/digits/infer", json={"inputs": []})
         assert r.status_code == 503 and "'digits'" in r.json()["error"], r.text
+        r = requests.post(s.url + "/v2/repository/models/digits/load")
+        assert r.status_code == 500 and "npu0pe0" in r.json()["error"], r.text
+        state, reason = index(s)[("digits", "1")]
+        assert state == "UNAVAILABLE" and "npu0pe0" in reason, reason
 
         for _ in range(3):
             r = json_infer(s.url, "mnist", x)
@@ -97,7 +103,7 @@ def test_unload_load_round_trip_releases_the_device(references, tmp_path):  # no
         assert requests.get(s.url + "/v2/models/mnist/ready").status_code == 503
         assert requests.get(s.url + "/v2/models/stats").json()["model_stats"] == []
 
-        # The PE mnist held is free: digits, pinned to it, loads and answers.
+        # The PEs mnist held are free: digits loads on one of them and answers.
         r = requests.post(s.url + "/v2/repository/models/digits/load")
         assert r.status_code == 200, r.text
         (i,) = requests.get(s.url + "/v2/models/digits").json()["inputs"]
