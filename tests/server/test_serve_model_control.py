@@ -4,6 +4,8 @@ graceful unload, the device released for another model), none refusing them, ver
 and statistics counting the requests sent. Over HTTP, plus gRPC's RepositoryModelLoad/Unload (the
 KServe proto has no RepositoryIndex). Run by ctest (tests/CMakeLists.txt) like test_serve.py."""
 
+import os
+import subprocess
 import threading
 import time
 
@@ -251,3 +253,21 @@ def test_grpc_repository_load_unload(pb, references, tmp_path):  # noqa: F811
                 stub.RepositoryModelLoad(messages.RepositoryModelLoadRequest(model_name="nosuch"))
             assert e.value.code() == grpc.StatusCode.NOT_FOUND and "'nosuch'" in e.value.details()
         assert s.stop() == 0, s.output()
+
+
+def test_command_line_refuses_unknown_or_misplaced_load_model(tmp_path):
+    """--load-model naming no model of the repository stops the start with one line naming it;
+    --load-model without --model-control-mode explicit is refused; so is the unimplemented poll."""
+    repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
+    locks = tmp_path / "locks"  # the simulator's own, should a start get that far
+    locks.mkdir(mode=0o700)
+    env = dict(os.environ, FURIOSA_SIM_LOCK_DIR=str(locks))
+    base = [str(ts.SERVE), "--model-repository", str(repo), "--http-port", "0", "--grpc-port", "0"]
+    for extra, words in (
+        (["--model-control-mode", "explicit", "--load-model", "nosuch"], ["--load-model", "'nosuch'"]),
+        (["--load-model", "mnist"], ["--load-model", "explicit"]),
+        (["--model-control-mode", "poll"], ["poll"]),
+    ):
+        p = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode != 0 and "HTTP:" not in p.stdout, (extra, p.stdout, p.stderr)
+        assert all(w in p.stderr for w in words), (extra, p.stderr)
