@@ -74,8 +74,9 @@ struct ServerOptions {
 /// idempotent. The destructor shuts down and waits.
 class InferenceServer {
  public:
-  /// Scans the repository and loads every model (compile + device open), printing one line per
-  /// model to `log`. Throws the runtime's errors (ModelLoadFailed, DeviceBusy, ...) naming the
+  /// Scans the repository and loads every model (compile + device open), or with
+  /// ModelControlMode::Explicit those of options.load_models, printing one line per model
+  /// version to `log`. Throws the runtime's errors (ModelLoadFailed, DeviceBusy, ...) naming the
   /// model, and InvalidArgument for a bad repository or option.
   InferenceServer(ServerOptions options, std::ostream& log);
   ~InferenceServer();
