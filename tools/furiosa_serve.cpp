@@ -17,6 +17,16 @@ int main(int argc, char** argv) {
   app.add_option("--model-repository", options.model_repository,
                  "Folder of MODEL_NAME/VERSION/model.{onnx,tflite,enf} (+ MODEL_NAME/config.json)")
       ->required();
+  std::string control_mode = "none";
+  app.add_option("--model-control-mode", control_mode,
+                 "none: load every model at start, refuse load/unload; explicit: load the "
+                 "--load-model models at start, then load/unload on request (POST "
+                 "/v2/repository/models/NAME/load|unload). Triton's poll is not implemented")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "explicit"}));
+  app.add_option(
+      "--load-model", options.load_models,
+      "With --model-control-mode explicit: a model to load at start (repeatable; * = all)");
   app.add_option("--host", options.host,
                  "Address to listen on (0.0.0.0: every interface; there is no authentication)")
       ->capture_default_str();
@@ -55,6 +65,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  if (control_mode == "explicit") {
+    options.model_control_mode = furiosa::server::ModelControlMode::Explicit;
+  } else if (!options.load_models.empty()) {
+    std::cerr << "furiosa-serve: --load-model needs --model-control-mode explicit (none loads "
+                 "every model)\n";
+    return 1;
+  }
 
   // SIGTERM/SIGINT are blocked in every thread (the server's threads inherit the mask) and
   // taken by sigwait on this thread, where shutdown() may be called.

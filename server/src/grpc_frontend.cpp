@@ -6,7 +6,9 @@
 
 #include <cstring>
 #include <limits>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "furiosa/core/error.h"
@@ -47,7 +49,7 @@ Deadline deadline_of(const grpc::CallbackServerContext& context) {
 
 class Service final : public inference::GRPCInferenceService::CallbackService {
  public:
-  Service(const std::map<std::string, std::unique_ptr<ModelService>>& models, const std::atomic<bool>& stopping)
+  Service(ModelRegistry& models, const std::atomic<bool>& stopping)
       : models_(models), stopping_(stopping) {}
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context, const inference::ServerLiveRequest*,
@@ -64,9 +66,13 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context, const inference::ModelReadyRequest* request,
                                        inference::ModelReadyResponse* response) override {
-    ModelService* model = nullptr;
-    if (auto status = find(request->name(), request->version(), model); !status.ok()) return done(context, status);
-    response->set_ready(!stopping_.load());
+    try {
+      const ModelLease model = models_.find(request->name(), request->version());
+      response->set_ready(!stopping_.load());
+    } catch (const std::exception& e) {
+      if (status_of(e) != ServeStatus::Unavailable) return done(context, status_for(e));
+      response->set_ready(false);  // known, not loaded
+    }
     return done(context, grpc::Status::OK);
   }
 
@@ -74,16 +80,22 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
                                            inference::ServerMetadataResponse* response) override {
     response->set_name("furiosa-serve");
     response->set_version("0.1.0");
-    response->add_extensions("binary_tensor_data");
+    for (const char* e :
+         {"binary_tensor_data", "model_repository", "statistics", "model_configuration"})
+      response->add_extensions(e);
     return done(context, grpc::Status::OK);
   }
 
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override {
-    ModelService* model = nullptr;
-    if (auto status = find(request->name(), request->version(), model); !status.ok()) return done(context, status);
-    const auto& entry = model->entry();
+    std::optional<ModelLease> model;
+    try {
+      model.emplace(models_.find(request->name(), request->version()));
+    } catch (const std::exception& e) {
+      return done(context, status_for(e));
+    }
+    const auto& entry = (*model)->entry();
     response->set_name(entry.name);
     for (const auto& v : entry.versions) response->add_versions(v);
     response->set_platform(entry.platform);
@@ -95,8 +107,8 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
         for (auto x : d.shape) t->add_shape(x);
       }
     };
-    add(model->model().inputs, response->mutable_inputs());
-    add(model->model().outputs, response->mutable_outputs());
+    add((*model)->model().inputs, response->mutable_inputs());
+    add((*model)->model().outputs, response->mutable_outputs());
     return done(context, grpc::Status::OK);
   }
 
@@ -107,11 +119,14 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
       reactor->Finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
       return reactor;
     }
-    ModelService* model = nullptr;
-    if (auto status = find(request->model_name(), request->model_version(), model); !status.ok()) {
-      reactor->Finish(status);
+    std::optional<ModelLease> lease;  // held until infer() returns
+    try {
+      lease.emplace(models_.find(request->model_name(), request->model_version()));
+    } catch (const std::exception& e) {
+      reactor->Finish(status_for(e));
       return reactor;
     }
+    ModelService* model = &**lease;
     std::vector<Tensor> inputs;
     std::vector<std::size_t> chosen;
     try {
@@ -144,25 +159,60 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* RepositoryModelLoad(
+      grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
+      inference::RepositoryModelLoadResponse* response) override {
+    response->set_model_name(request->model_name());
+    return control(context, request->model_name(), true,
+                   [response](bool ok) { response->set_isloaded(ok); });
+  }
+
+  grpc::ServerUnaryReactor* RepositoryModelUnload(
+      grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
+      inference::RepositoryModelUnloadResponse* response) override {
+    response->set_model_name(request->model_name());
+    return control(context, request->model_name(), false,
+                   [response](bool ok) { response->set_isunloaded(ok); });
+  }
+
  private:
-  static grpc::ServerUnaryReactor* done(grpc::CallbackServerContext* context, const grpc::Status& status) {
+  /// A load or unload: queued on the registry's control thread and finished when done.
+  grpc::ServerUnaryReactor* control(grpc::CallbackServerContext* context, const std::string& name,
+                                    bool load, std::function<void(bool)> set_done) {
+    auto* reactor = context->DefaultReactor();
+    if (stopping_.load()) {
+      reactor->Finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
+      return reactor;
+    }
+    auto finish = [reactor, set_done](std::exception_ptr error) {
+      try {
+        if (error) std::rethrow_exception(error);
+        set_done(true);
+        reactor->Finish(grpc::Status::OK);
+      } catch (const std::exception& e) {
+        reactor->Finish(status_for(e));
+      }
+    };
+    try {
+      if (load) {
+        models_.load(name, finish);
+      } else {
+        models_.unload(name, finish);
+      }
+    } catch (const std::exception& e) {
+      reactor->Finish(status_for(e));
+    }
+    return reactor;
+  }
+
+  static grpc::ServerUnaryReactor* done(grpc::CallbackServerContext* context,
+                                        const grpc::Status& status) {
     auto* reactor = context->DefaultReactor();
     reactor->Finish(status);
     return reactor;
   }
 
-  grpc::Status find(const std::string& name, const std::string& version, ModelService*& model) const {
-    auto it = models_.find(name);
-    if (it == models_.end()) return {grpc::StatusCode::NOT_FOUND, fmt::format("unknown model '{}'", escape_text(name))};
-    model = it->second.get();
-    if (!version.empty() && version != model->entry().version) {
-      return {grpc::StatusCode::NOT_FOUND, fmt::format("model '{}' has no served version '{}' (serving {})", name,
-                                                       escape_text(version), model->entry().version)};
-    }
-    return grpc::Status::OK;
-  }
-
-  const std::map<std::string, std::unique_ptr<ModelService>>& models_;
+  ModelRegistry& models_;
   const std::atomic<bool>& stopping_;
 };
 
@@ -172,12 +222,10 @@ struct GrpcFrontend::Impl {
   Service service;
   std::unique_ptr<grpc::Server> server;
   std::once_flag shutdown_once;
-  Impl(const std::map<std::string, std::unique_ptr<ModelService>>& models, const std::atomic<bool>& stopping)
-      : service(models, stopping) {}
+  Impl(ModelRegistry& models, const std::atomic<bool>& stopping) : service(models, stopping) {}
 };
 
-GrpcFrontend::GrpcFrontend(const std::map<std::string, std::unique_ptr<ModelService>>& models,
-                           const std::atomic<bool>& stopping)
+GrpcFrontend::GrpcFrontend(ModelRegistry& models, const std::atomic<bool>& stopping)
     : impl_(std::make_unique<Impl>(models, stopping)) {}
 
 GrpcFrontend::~GrpcFrontend() { shutdown(Clock::now()); }

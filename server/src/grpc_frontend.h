@@ -8,19 +8,21 @@
 #include <memory>
 #include <string>
 
+#include "model_control.h"
 #include "model_service.h"
 
 namespace furiosa::server {
 
 /// The gRPC server. ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata and
 /// ModelInfer (typed `contents` or `raw_input_contents`; outputs come back raw when the inputs
-/// were raw, else typed); RepositoryModelLoad/Unload answer UNIMPLEMENTED. No thread is held per
-/// request: an inference's answer is sent from the model's completion. Thread-safe.
+/// were raw, else typed), RepositoryModelLoad/Unload (ModelRegistry::load/unload: answered when
+/// done). The KServe proto has no RepositoryIndex (the index is REST only). No thread is held
+/// per request: an inference's answer is sent from the model's completion. Thread-safe.
 class GrpcFrontend {
  public:
   /// `models` and `stopping` are borrowed and must outlive the front end; once `stopping` is
-  /// true, inference and readiness calls are answered UNAVAILABLE.
-  GrpcFrontend(const std::map<std::string, std::unique_ptr<ModelService>>& models, const std::atomic<bool>& stopping);
+  /// true, inference, readiness and control calls are answered UNAVAILABLE.
+  GrpcFrontend(ModelRegistry& models, const std::atomic<bool>& stopping);
   /// shutdown(now).
   ~GrpcFrontend();
   GrpcFrontend(const GrpcFrontend&) = delete;

@@ -33,6 +33,7 @@
 
 #include "furiosa/core/error.h"
 #include "furiosa/core/text.h"
+#include "bounded_json.h"
 #include "furiosa/server/v2_protocol.h"
 #include "introspection.h"
 #include "server_impl.h"
@@ -284,30 +285,32 @@ class Session : public std::enable_shared_from_this<Session> {
       if (path[2] == "live") return reply(http::status::ok, "");
       if (path[2] == "ready") return reply(http::status::ok, "");
     }
-    // Triton's introspection extensions (introspection.h).
-    if (path.size() == 3 && path[1] == "repository" && path[2] == "index" &&
-        method == http::verb::post) {
-      return reply(http::status::ok, repository_index_json(server_->all_models()));
+    // Triton's model repository extension (model_control.h) and introspection (introspection.h).
+    if (path.size() >= 3 && path[1] == "repository" && method == http::verb::post) {
+      if (path.size() == 3 && path[2] == "index") {
+        return reply(http::status::ok,
+                     repository_index_json(server_->models->index(index_ready_only())));
+      }
+      if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload"))
+        return control(path[3], path[4] == "load");
     }
     if (path.size() == 3 && path[1] == "models" && path[2] == "stats" && get) {
-      return reply(http::status::ok, model_stats_json(server_->all_models()));
+      return reply(http::status::ok, model_stats_json(server_->models->served()));
     }
     if (path.size() >= 3 && path[1] == "models") {
-      ModelService* model = server_->find(path[2]);
-      if (model == nullptr) {
-        return reply(http::status::not_found,
-                     error_json(fmt::format("unknown model '{}'", escape_text(path[2]))));
-      }
+      // Unknown model or version: ServeError(NotFound); not loaded: ServeError(Unavailable),
+      // answered by on_request.
       std::size_t rest = 3;
+      std::string version;
       if (path.size() >= 5 && path[3] == "versions") {
-        if (path[4] != model->entry().version) {
-          return reply(
-              http::status::not_found,
-              error_json(fmt::format("model '{}' has no served version '{}' (serving {})", path[2],
-                                     escape_text(path[4]), model->entry().version)));
-        }
+        version = path[4];
         rest = 5;
       }
+      if (path.size() == rest + 1 && path[rest] == "stats" && get) {
+        return reply(http::status::ok,
+                     model_stats_json(server_->models->versions_of(path[2], version)));
+      }
+      const ModelLease model = server_->models->find(path[2], version);
       if (path.size() == rest && get) {
         return reply(http::status::ok,
                      model_metadata_json(model->entry().name, model->entry().versions,
@@ -317,8 +320,6 @@ class Session : public std::enable_shared_from_this<Session> {
         return reply(http::status::ok, "");
       if (path.size() == rest + 1 && path[rest] == "infer" && method == http::verb::post)
         return infer(*model);
-      if (path.size() == rest + 1 && path[rest] == "stats" && get)
-        return reply(http::status::ok, model_stats_json({model}));
       if (path.size() == rest + 1 && path[rest] == "config" && get)
         return reply(http::status::ok, model_config_json(*model));
     }
@@ -327,6 +328,42 @@ class Session : public std::enable_shared_from_this<Session> {
 
   static std::string nlohmann_server_metadata() {
     return R"({"name":"furiosa-serve","version":"0.1.0","extensions":["binary_tensor_data","model_repository","statistics","model_configuration"]})";
+  }
+
+  /// The index request's {"ready": true} (an empty body or {} lists every model). Throws
+  /// Error(InvalidInput) for another body.
+  bool index_ready_only() const {
+    const std::string& body = request_.body();
+    if (body.find_first_not_of(" \t\r\n") == std::string::npos) return false;
+    nlohmann::json j;
+    if (parse_bounded_json(body, j) != JsonParse::Ok || !j.is_object()) {
+      throw Error(ErrorCode::InvalidInput, "the repository index request must be a JSON object");
+    }
+    const auto ready = j.find("ready");
+    if (ready == j.end()) return false;
+    if (!ready->is_boolean())
+      throw Error(ErrorCode::InvalidInput, "\"ready\" must be true or false");
+    return ready->get<bool>();
+  }
+
+  /// POST /v2/repository/models/NAME/load|unload: queued on the registry's control thread,
+  /// answered (200 with an empty body, or the error) when it is done.
+  void control(const std::string& name, bool load) {
+    auto done = [self = shared_from_this()](std::exception_ptr error) {
+      asio::post(self->stream_.get_executor(), [self, error] {
+        try {
+          if (error) std::rethrow_exception(error);
+          self->reply(http::status::ok, "");
+        } catch (const std::exception& e) {
+          self->reply(http_status(status_of(e)), error_json(e.what()));
+        }
+      });
+    };
+    if (load) {
+      server_->models->load(name, std::move(done));
+    } else {
+      server_->models->unload(name, std::move(done));
+    }
   }
 
   void infer(ModelService& model) {

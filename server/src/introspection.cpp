@@ -9,10 +9,11 @@ namespace furiosa::server {
 
 using nlohmann::json;
 
-std::string repository_index_json(const std::vector<const ModelService*>& models) {
+std::string repository_index_json(const std::vector<IndexRow>& rows) {
   json out = json::array();
-  for (const ModelService* m : models) {
-    out.push_back({{"name", m->entry().name}, {"version", m->entry().version}, {"state", "READY"}});
+  for (const IndexRow& r : rows) {
+    out.push_back(
+        {{"name", r.name}, {"version", r.version}, {"state", r.state}, {"reason", r.reason}});
   }
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -1,19 +1,20 @@
 // Private: the JSON bodies of Triton's introspection extensions of the v2 protocol, over the
 // models a server serves: the repository index, model statistics and model configuration.
 // Protocol text: Triton's docs/protocol/extension_model_repository.md and
-// extension_statistics.md (the server implements the read-only parts, over HTTP).
+// extension_statistics.md (over HTTP; the KServe gRPC proto has no such RPCs).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "model_control.h"
 #include "model_service.h"
 
 namespace furiosa::server {
 
-/// POST /v2/repository/index: [{"name", "version", "state": "READY"}] for each model served, in
-/// name order (every model of the repository is loaded at start; none is unavailable).
-std::string repository_index_json(const std::vector<const ModelService*>& models);
+/// POST /v2/repository/index: [{"name", "version", "state", "reason"}] for each row
+/// (ModelRegistry::index()).
+std::string repository_index_json(const std::vector<IndexRow>& rows);
 
 /// GET /v2/models[/NAME[/versions/V]]/stats: {"model_stats": [...]} with, per model, name,
 /// version, last_inference (ms since the epoch), inference_count (requests executed),

@@ -42,6 +42,45 @@ std::vector<std::int64_t> batch_ladder(const DynamicBatching& b) {
 
 namespace {
 
+VersionPolicy read_version_policy(const fs::path& file, const nlohmann::json& value) {
+  const char* shape =
+      "\"version_policy\" must be one of {\"latest\": {\"num_versions\": N}}, {\"all\": {}}, "
+      "{\"specific\": {\"versions\": [..]}}";
+  if (!value.is_object() || value.size() != 1) bad_file(file, shape);
+  VersionPolicy policy;
+  const auto& [kind, body] = *value.items().begin();
+  if (!body.is_object()) bad_file(file, shape);
+  if (kind == "latest") {
+    policy.kind = VersionPolicy::Kind::Latest;
+    const auto n = body.find("num_versions");
+    if (body.size() != 1 || n == body.end() || !n->is_number_integer() ||
+        n->get<std::int64_t>() < 1) {
+      bad_file(file, "\"version_policy.latest\" must be {\"num_versions\": N} with N >= 1");
+    }
+    policy.num_versions = n->get<std::int64_t>();
+  } else if (kind == "all") {
+    if (!body.empty()) bad_file(file, "\"version_policy.all\" must be {}");
+    policy.kind = VersionPolicy::Kind::All;
+  } else if (kind == "specific") {
+    policy.kind = VersionPolicy::Kind::Specific;
+    const auto v = body.find("versions");
+    if (body.size() != 1 || v == body.end() || !v->is_array() || v->empty() || v->size() > 1024)
+      bad_file(file, "\"version_policy.specific\" must be {\"versions\": [1 to 1024 versions]}");
+    for (const auto& x : *v) {
+      if (!x.is_number_unsigned()) {
+        bad_file(file, "\"version_policy.specific.versions\" must hold non-negative integers");
+      }
+      policy.versions.push_back(x.get<std::uint64_t>());
+    }
+    std::sort(policy.versions.begin(), policy.versions.end());
+    policy.versions.erase(std::unique(policy.versions.begin(), policy.versions.end()),
+                          policy.versions.end());
+  } else {
+    bad_file(file, shape);
+  }
+  return policy;
+}
+
 ModelConfig read_config(const fs::path& file) {
   ModelConfig config;
   std::ifstream in(file);
@@ -117,6 +156,8 @@ ModelConfig read_config(const fs::path& file) {
         }
       }
       config.dynamic_batching = b;
+    } else if (key == "version_policy") {
+      config.version_policy = read_version_policy(file, value);
     } else if (key == "input_shapes") {
       if (!value.is_object())
         bad_file(file, "\"input_shapes\" must be an object {input name: [dims]}");
@@ -141,7 +182,7 @@ ModelConfig read_config(const fs::path& file) {
       }
     } else {
       bad_file(file, fmt::format("unknown key \"{}\" (known: device, worker_num, batch_size, "
-                                 "max_inflight, dynamic_batching, input_shapes)",
+                                 "max_inflight, dynamic_batching, input_shapes, version_policy)",
                                  escape_text(key)));
     }
   }
@@ -149,6 +190,38 @@ ModelConfig read_config(const fs::path& file) {
     bad_file(file, "\"dynamic_batching\" combines batch-1 requests: \"batch_size\" must be 1 (or absent)");
   }
   return config;
+}
+
+}  // namespace
+
+namespace {
+
+ModelEntry scan_folder(const fs::path& model_dir) {
+  std::error_code ec;
+  ModelEntry entry;
+  entry.name = model_dir.filename().string();
+  std::vector<std::pair<std::uint64_t, fs::path>> found;
+  for (const auto& version_dir : fs::directory_iterator(model_dir)) {
+    if (!version_dir.is_directory()) continue;
+    const std::string version = version_dir.path().filename().string();
+    if (!is_version(version))
+      bad_file(version_dir.path(), "a version folder must be named by a non-negative integer");
+    for (const char* file : {"model.onnx", "model.tflite", "model.enf"}) {
+      if (fs::is_regular_file(version_dir.path() / file, ec)) {
+        found.emplace_back(std::stoull(version), version_dir.path() / file);
+        break;
+      }
+    }
+  }
+  if (found.empty()) bad_file(model_dir, "no VERSION/model.onnx, model.tflite or model.enf");
+  std::sort(found.begin(), found.end());
+  for (const auto& [v, p] : found) {
+    entry.versions.push_back(std::to_string(v));
+    entry.files.push_back(p);
+  }
+  if (fs::is_regular_file(model_dir / "config.json", ec))
+    entry.config = read_config(model_dir / "config.json");
+  return for_version(entry, entry.versions.back(), entry.versions);
 }
 
 }  // namespace
@@ -161,33 +234,63 @@ std::vector<ModelEntry> scan_model_repository(const fs::path& dir) {
   }
   std::vector<ModelEntry> models;
   for (const auto& model_dir : fs::directory_iterator(dir)) {
-    if (!model_dir.is_directory()) continue;
-    ModelEntry entry;
-    entry.name = model_dir.path().filename().string();
-    std::vector<std::pair<std::uint64_t, fs::path>> found;
-    for (const auto& version_dir : fs::directory_iterator(model_dir.path())) {
-      if (!version_dir.is_directory()) continue;
-      const std::string version = version_dir.path().filename().string();
-      if (!is_version(version)) bad_file(version_dir.path(), "a version folder must be named by a non-negative integer");
-      for (const char* file : {"model.onnx", "model.tflite", "model.enf"}) {
-        if (fs::is_regular_file(version_dir.path() / file, ec)) {
-          found.emplace_back(std::stoull(version), version_dir.path() / file);
-          break;
-        }
-      }
-    }
-    if (found.empty()) bad_file(model_dir.path(), "no VERSION/model.onnx, model.tflite or model.enf");
-    std::sort(found.begin(), found.end());
-    for (const auto& [v, p] : found) entry.versions.push_back(std::to_string(v));
-    entry.version = entry.versions.back();
-    entry.path = found.back().second;
-    const auto ext = entry.path.extension().string();
-    entry.platform = ext == ".onnx" ? "onnx" : ext == ".tflite" ? "tflite" : "furiosa_enf";
-    if (fs::is_regular_file(model_dir.path() / "config.json", ec)) entry.config = read_config(model_dir.path() / "config.json");
-    models.push_back(std::move(entry));
+    if (model_dir.is_directory()) models.push_back(scan_folder(model_dir.path()));
   }
   std::sort(models.begin(), models.end(), [](const ModelEntry& a, const ModelEntry& b) { return a.name < b.name; });
   return models;
+}
+
+ModelEntry scan_model(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos || !fs::is_directory(dir / name, ec)) {
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("unknown model '{}': no such folder in the model repository",
+                            escape_text(name)));
+  }
+  return scan_folder(dir / name);
+}
+
+std::vector<std::string> served_versions(const ModelEntry& entry) {
+  const VersionPolicy& policy = entry.config.version_policy;
+  std::vector<std::string> out;
+  switch (policy.kind) {
+    case VersionPolicy::Kind::Latest: {
+      const auto n = std::min<std::size_t>(entry.versions.size(),
+                                           static_cast<std::size_t>(policy.num_versions));
+      out.assign(entry.versions.end() - static_cast<std::ptrdiff_t>(n), entry.versions.end());
+      break;
+    }
+    case VersionPolicy::Kind::All: out = entry.versions; break;
+    case VersionPolicy::Kind::Specific:
+      for (std::uint64_t v : policy.versions) {
+        const std::string version = std::to_string(v);
+        if (std::find(entry.versions.begin(), entry.versions.end(), version) ==
+            entry.versions.end()) {
+          throw Error(
+              ErrorCode::ModelLoadFailed,
+              fmt::format(
+                  "model '{}': version {} of its version_policy has no VERSION/model.* file",
+                  escape_text(entry.name), version));
+        }
+        out.push_back(version);
+      }
+      break;
+  }
+  return out;
+}
+
+ModelEntry for_version(const ModelEntry& entry, const std::string& version,
+                       const std::vector<std::string>& served) {
+  ModelEntry out = entry;
+  const auto it = std::find(entry.versions.begin(), entry.versions.end(), version);
+  if (it != entry.versions.end() && entry.files.size() == entry.versions.size())
+    out.path = entry.files[static_cast<std::size_t>(it - entry.versions.begin())];
+  out.version = version;
+  out.versions = served;
+  const auto ext = out.path.extension().string();
+  out.platform = ext == ".onnx" ? "onnx" : ext == ".tflite" ? "tflite" : "furiosa_enf";
+  return out;
 }
 
 }  // namespace furiosa::server

@@ -199,7 +199,8 @@ void ModelService::infer(std::vector<Tensor> inputs, Deadline deadline, Completi
     release_admission();
     failed_->Increment();
     count_failure(ServeStatus::Unavailable);
-    throw ServeError(ServeStatus::Unavailable, fmt::format("model '{}' is shutting down", entry_.name));
+    throw ServeError(ServeStatus::Unavailable,
+                     fmt::format("model '{}' is shutting down or unloading", entry_.name));
   }
   inflight_gauge_->Increment();
   // Every admitted request ends here, exactly once: metrics, then the front end's completion.
@@ -362,6 +363,7 @@ ModelStats ModelService::stats() const {
 }
 
 void ModelService::update_device_metrics() {
+  std::shared_lock use(use_mutex_);  // release() cannot reset the runners meanwhile
   if (!runner_) return;
   std::vector<runtime::DeviceHealth> health;
   std::uint64_t host_ns = 0;
@@ -399,6 +401,13 @@ void ModelService::close() {
     // Every admitted request is answered by its runtime callback (or the batcher).
     for (std::size_t n = inflight_.load(); n != 0; n = inflight_.load()) inflight_.wait(n);
   });
+}
+
+void ModelService::release() {
+  close();
+  std::unique_lock use(use_mutex_);
+  ladder_.clear();
+  runner_.reset();
 }
 
 }  // namespace furiosa::server

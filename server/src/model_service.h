@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "batcher.h"
@@ -108,6 +109,14 @@ class ModelService {
   /// called). Idempotent; thread-safe. The destructor then waits for the completions still
   /// running and releases the device.
   void close();
+  /// Unloads: close(), then waits until no front end holds use_mutex() shared (a
+  /// ModelRegistry lease: a thread inside infer()) and releases the runners and so the device;
+  /// completions still running are waited for (the Runner's destructor). entry(), model() and
+  /// stats() stay valid. Idempotent; thread-safe; not from a completion.
+  void release();
+  /// Held shared by whoever calls infer() or update_device_metrics() (ModelRegistry's leases),
+  /// exclusively by release().
+  std::shared_mutex& use_mutex() const noexcept { return use_mutex_; }
 
  private:
   /// Starts one runtime request for `group` (its rows stacked into the smallest batch of the
@@ -144,6 +153,7 @@ class ModelService {
   std::atomic<std::size_t> inflight_{0};
   std::atomic<bool> closed_{false};
   std::once_flag close_once_;
+  mutable std::shared_mutex use_mutex_;  ///< see use_mutex(); guards runner_ and ladder_'s reset
 
   prometheus::Counter* succeeded_ = nullptr;
   prometheus::Counter* failed_ = nullptr;

@@ -38,19 +38,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-ModelService* InferenceServer::Impl::find(const std::string& name) {
-  auto it = models.find(name);
-  return it == models.end() ? nullptr : it->second.get();
-}
-
-std::vector<const ModelService*> InferenceServer::Impl::all_models() const {
-  std::vector<const ModelService*> out;
-  for (const auto& [name, model] : models) out.push_back(model.get());
-  return out;
-}
-
 std::string InferenceServer::Impl::collect_metrics() {
-  for (auto& [name, model] : models) model->update_device_metrics();
+  models->update_device_metrics();
   http_metrics.buffered.Set(static_cast<double>(buffered_bytes.load()));
   return prometheus::TextSerializer().Serialize(registry.Collect());
 }
@@ -127,30 +116,16 @@ void InferenceServer::Impl::teardown() {
   for (auto& t : threads) {
     if (t.joinable()) t.join();
   }
-  // Every admitted request was answered before the threads stopped; closing a model refuses
-  // anything later and releases its device.
-  for (auto& [name, model] : models) model->close();
+  // Every admitted request was answered before the threads stopped; the registry finishes a
+  // load or unload in progress, refuses later ones and closes every model.
+  models->close();
 }
 
 InferenceServer::InferenceServer(ServerOptions options, std::ostream& log)
     : impl_(std::make_unique<Impl>(std::move(options), log)) {
   auto& s = *impl_;
   if (s.options.http_threads < 1) throw Error(ErrorCode::InvalidArgument, "http_threads must be >= 1");
-  for (auto& entry : scan_model_repository(s.options.model_repository)) {
-    auto model = std::make_unique<ModelService>(entry, s.metrics);
-    const auto& b = entry.config.dynamic_batching;
-    s.log << fmt::format(
-        "model {} version {}: {} ({}, {} input(s), {} output(s), device {}{})\n", entry.name,
-        entry.version, entry.path.string(), entry.platform, model->model().inputs.size(),
-        model->model().outputs.size(),
-        entry.config.device.empty() ? "default" : entry.config.device,
-        b ? fmt::format(", dynamic batching {} within {} us, compiled for batches {}",
-                        b->max_batch_size, b->max_queue_delay.count(),
-                        fmt::join(batch_ladder(*b), ", "))
-          : "");
-    s.models.emplace(entry.name, std::move(model));
-  }
-  s.log.flush();
+  s.models = std::make_unique<ModelRegistry>(s.options, s.metrics, s.log);
 }
 
 InferenceServer::~InferenceServer() {
@@ -174,7 +149,7 @@ void InferenceServer::start() {
                 fmt::format("cannot listen on {}:{}: {}", s.options.host, s.options.http_port, ec.message()));
   }
   if (s.options.grpc) {
-    s.grpc = std::make_unique<GrpcFrontend>(s.models, s.stopping);
+    s.grpc = std::make_unique<GrpcFrontend>(*s.models, s.stopping);
     s.grpc_port = s.grpc->start(s.options.host, s.options.grpc_port);
   }
   s.log << fmt::format("HTTP: {}:{}\n", s.options.host, http_port());
@@ -196,7 +171,7 @@ void InferenceServer::shutdown() {
   if (impl_->threads.empty()) return;  // never started
   // Requests held by a dynamic batcher go to the device now rather than after its queue delay
   // (up to 60 s): the drain below and gRPC's shutdown wait for them to be answered.
-  for (auto& [name, model] : impl_->models) model->stop_batching();
+  impl_->models->stop_batching();
   const auto give_up = std::chrono::steady_clock::now() +
                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(impl_->options.shutdown_grace_s));
@@ -214,7 +189,7 @@ void InferenceServer::wait() {
 
 std::vector<ModelEntry> InferenceServer::models() const {
   std::vector<ModelEntry> out;
-  for (const auto& [name, model] : impl_->models) out.push_back(model->entry());
+  for (const ModelService* model : impl_->models->served()) out.push_back(model->entry());
   return out;
 }
 

@@ -21,6 +21,7 @@
 
 #include "furiosa/server/server.h"
 #include "grpc_frontend.h"
+#include "model_control.h"
 #include "model_service.h"
 
 namespace furiosa::server {
@@ -51,7 +52,8 @@ struct InferenceServer::Impl {
   prometheus::Registry registry;
   ServiceMetrics metrics{registry};
   HttpMetrics http_metrics{registry};
-  std::map<std::string, std::unique_ptr<ModelService>> models;
+  /// The models and their control (set by the constructor; destroyed after the front ends).
+  std::unique_ptr<ModelRegistry> models;
   std::unique_ptr<GrpcFrontend> grpc;
   std::uint16_t grpc_port = 0;
 
@@ -70,9 +72,6 @@ struct InferenceServer::Impl {
   /// Stops the io_context once no request is active, or when the shutdown grace has passed.
   void drain_then_stop(std::chrono::steady_clock::time_point give_up);
   void teardown();
-  ModelService* find(const std::string& name);
-  /// Every model served, in name order.
-  std::vector<const ModelService*> all_models() const;
   std::string collect_metrics();
 };
 

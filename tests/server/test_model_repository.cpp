@@ -102,3 +102,40 @@ TEST_CASE("bad model repositories are refused naming the file", "[server]") {
   write(repo / "m" / "config.json", "[1, 2]");
   CHECK_THROWS_WITH(server::scan_model_repository(repo), Catch::Contains("not a JSON object"));
 }
+
+TEST_CASE("version_policy selects the versions served, Triton's field names", "[server]") {
+  const test::TempDir scratch("repo-versions");
+  const fs::path& repo = scratch.path();
+  for (const char* v : {"1", "2", "10"})
+    link_model(repo / "m" / v / "model.onnx", "onnx-zoo/mnist-12-int8/mnist-12-int8.onnx");
+  auto served = [&](const std::string& policy) {
+    write(repo / "m" / "config.json", policy);
+    return server::served_versions(server::scan_model(repo, "m"));
+  };
+  using V = std::vector<std::string>;
+  CHECK(served("{}") == V{"10"});
+  CHECK(served(R"({"version_policy": {"latest": {"num_versions": 2}}})") == V{"2", "10"});
+  CHECK(served(R"({"version_policy": {"latest": {"num_versions": 9}}})") == V{"1", "2", "10"});
+  CHECK(served(R"({"version_policy": {"all": {}}})") == V{"1", "2", "10"});
+  CHECK(served(R"({"version_policy": {"specific": {"versions": [10, 1, 1]}}})") == V{"1", "10"});
+  // The entry of one served version: its own file, the served versions in its metadata.
+  const auto entry = server::scan_model(repo, "m");
+  const auto v2 = server::for_version(entry, "2", {"1", "2"});
+  CHECK(v2.version == "2");
+  CHECK(v2.path.parent_path().filename() == "2");
+  CHECK(v2.versions == V{"1", "2"});
+  CHECK_THROWS_WITH(served(R"({"version_policy": {"specific": {"versions": [3]}}})"),
+                    Catch::Contains("model 'm'") && Catch::Contains("version 3"));
+  for (const char* bad :
+       {R"({"version_policy": {"latest": {"num_versions": 0}}})",
+        R"({"version_policy": {"newest": {}}})", R"({"version_policy": {"all": {"x": 1}}})",
+        R"({"version_policy": {"specific": {"versions": [-1]}}})",
+        R"({"version_policy": {"all": {}, "latest": {"num_versions": 1}}})",
+        R"({"version_policy": 1})"}) {
+    write(repo / "m" / "config.json", bad);
+    CHECK_THROWS_WITH(server::scan_model(repo, "m"),
+                      Catch::Contains("config.json") && Catch::Contains("\"version_policy"));
+  }
+  for (const char* name : {"", ".", "..", "a/b", "nosuch"})
+    CHECK_THROWS_WITH(server::scan_model(repo, name), Catch::Contains("unknown model"));
+}

@@ -35,10 +35,21 @@ struct DynamicBatching {
 /// padding rows (docs/serving.md "Dynamic batching").
 std::vector<std::int64_t> batch_ladder(const DynamicBatching& b);
 
+/// Which versions of a model are served (config.json "version_policy", Triton's field names):
+/// {"latest": {"num_versions": N}} the N highest, {"all": {}} every one, {"specific":
+/// {"versions": [..]}} those listed (each must exist). Default: latest 1.
+struct VersionPolicy {
+  enum class Kind { Latest, All, Specific };
+  Kind kind = Kind::Latest;
+  std::int64_t num_versions = 1;        ///< Latest: how many (>= 1)
+  std::vector<std::uint64_t> versions;  ///< Specific: the versions, ascending and unique
+};
+
 /// Per-model serving options, read from MODEL_NAME/config.json (every key optional):
 ///   {"device": "npu0pe0", "worker_num": 2, "batch_size": 1, "max_inflight": 64,
 ///    "dynamic_batching": {"max_batch_size": 8, "max_queue_delay_us": 1000,
-///                         "preferred_batch_size": [1, 2, 4]}}
+///                         "preferred_batch_size": [1, 2, 4]},
+///    "version_policy": {"latest": {"num_versions": 1}}}
 /// dynamic_batching excludes a batch_size other than 1 (refused naming the file).
 struct ModelConfig {
   /// Device spec (FuriosaAI syntax, device/device_spec.h); "" = the runtime's default
@@ -54,13 +65,18 @@ struct ModelConfig {
   /// "input_shapes": input name -> its whole shape, pinning the model's symbolic (free) dims
   /// (CompilerOptions::input_shapes, as furiosa-run --input-shape); empty = none.
   std::map<std::string, std::vector<std::int64_t>> input_shapes;
+  VersionPolicy version_policy;  ///< the versions served
 };
 
-/// One servable model: the highest numeric VERSION folder of MODEL_NAME holding a model file.
+/// One servable model: by default the highest numeric VERSION folder of MODEL_NAME holding a
+/// model file (see served_versions() and for_version() for the others).
 struct ModelEntry {
   std::string name;                   ///< MODEL_NAME
   std::string version;                ///< the version served
-  std::vector<std::string> versions;  ///< every version folder with a model file, ascending
+  /// The versions: as scanned, every version folder with a model file, ascending; in the entry
+  /// of a served version (for_version()), the versions its model serves.
+  std::vector<std::string> versions;
+  std::vector<std::filesystem::path> files;  ///< the model file of each of `versions` (scan)
   std::filesystem::path path;         ///< the served version's model file
   std::string platform;               ///< "onnx", "tflite" or "furiosa_enf", from the file name
   ModelConfig config;
@@ -72,5 +88,19 @@ struct ModelEntry {
 /// Error(InvalidArgument) naming it. Models are returned sorted by name; an empty repository is
 /// allowed (the server then reports ready with no models).
 std::vector<ModelEntry> scan_model_repository(const std::filesystem::path& dir);
+
+/// Scans the one model folder `dir` / `name` as scan_model_repository() does. Throws the same
+/// errors; Error(InvalidArgument) naming the model (escaped) when `name` is not a folder name
+/// of `dir` (empty, ".", "..", with a '/', or missing).
+ModelEntry scan_model(const std::filesystem::path& dir, const std::string& name);
+
+/// The versions of a scanned `entry` its version policy serves, ascending. Throws
+/// Error(ModelLoadFailed) naming the model and version when a "specific" version is missing.
+std::vector<std::string> served_versions(const ModelEntry& entry);
+
+/// The entry of one served `version` of a scanned `entry`: version and path set to it, versions
+/// set to `served` (what its metadata lists).
+ModelEntry for_version(const ModelEntry& entry, const std::string& version,
+                       const std::vector<std::string>& served);
 
 }  // namespace furiosa::server

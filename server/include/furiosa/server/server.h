@@ -13,9 +13,18 @@
 
 namespace furiosa::server {
 
+/// How models are loaded (furiosa-serve --model-control-mode, Triton's modes; Triton's "poll"
+/// is not implemented): None loads every model of the repository at start and refuses
+/// load/unload requests; Explicit loads ServerOptions::load_models at start, then loads and
+/// unloads models on request (POST /v2/repository/models/NAME/load|unload).
+enum class ModelControlMode { None, Explicit };
+
 /// Options of an InferenceServer (furiosa-serve's command line).
 struct ServerOptions {
   std::filesystem::path model_repository;  ///< MODEL_NAME/VERSION/model.* (model_repository.h)
+  ModelControlMode model_control_mode = ModelControlMode::None;  ///< see ModelControlMode
+  /// Explicit mode: the models loaded at start ("*": every model); each must exist.
+  std::vector<std::string> load_models;
   /// Address to listen on: loopback unless told otherwise (deploy/ files pass 0.0.0.0), since the
   /// server has no authentication.
   std::string host = "127.0.0.1";
@@ -52,6 +61,8 @@ struct ServerOptions {
 ///   GET  /v2/models/NAME[/versions/V][/ready]              model metadata / readiness
 ///   POST /v2/models/NAME[/versions/V]/infer                inference (JSON or binary extension)
 ///   GET  /metrics                                          Prometheus text format
+///   POST /v2/repository/index, /v2/repository/models/NAME/load|unload  model control
+///   GET  /v2/models[/NAME[/versions/V]]/stats, /v2/models/NAME[/versions/V]/config
 /// Inference answers: 200, 400 (bad request; the message names the tensor), 404 (unknown model
 /// or version), 429 (max_inflight requests of that model already admitted: rejected at once),
 /// 500 (the request's device or runtime error), 503 (shutting down), 504 (the request's deadline,
@@ -63,8 +74,9 @@ struct ServerOptions {
 /// idempotent. The destructor shuts down and waits.
 class InferenceServer {
  public:
-  /// Scans the repository and loads every model (compile + device open), printing one line per
-  /// model to `log`. Throws the runtime's errors (ModelLoadFailed, DeviceBusy, ...) naming the
+  /// Scans the repository and loads every model (compile + device open), or with
+  /// ModelControlMode::Explicit those of options.load_models, printing one line per model
+  /// version to `log`. Throws the runtime's errors (ModelLoadFailed, DeviceBusy, ...) naming the
   /// model, and InvalidArgument for a bad repository or option.
   InferenceServer(ServerOptions options, std::ostream& log);
   ~InferenceServer();
@@ -89,7 +101,7 @@ class InferenceServer {
   /// drains every model's queue.
   void wait();
 
-  /// The models served.
+  /// The model versions served now (one entry per version), in name then version order.
   std::vector<ModelEntry> models() const;
 
   struct Impl;
