@@ -215,7 +215,7 @@ SramPlan plan_sram(const isa::Program& program, int pe_count, std::uint64_t sram
     for (std::size_t w : writes) {
       Value& v = lt.values[w];
       const bool fusable = v.uses.size() == 1 && v.uses[0] == k + 1 && k + 1 < kernel_count &&
-                           row_local(program.kernels[static_cast<std::size_t>(k + 1)].kind);
+                           row_local(program.kernels[static_cast<std::size_t>(k) + 1].kind);
       if (fusable && on_chip + v.bytes > capacity) {
         v.fused = true;  // too large to hold: made tile by tile into its reader, never in DRAM
         continue;
