@@ -48,7 +48,11 @@ VersionPolicy read_version_policy(const fs::path& file, const nlohmann::json& va
       "{\"specific\": {\"versions\": [..]}}";
   if (!value.is_object() || value.size() != 1) bad_file(file, shape);
   VersionPolicy policy;
-  const auto& [kind, body] = *value.items().begin();
+  // (An iterator, not a structured binding of *items().begin(): that binds to a proxy whose
+  // lifetime ends with the statement; ASan reports the use after scope.)
+  const auto first = value.cbegin();
+  const std::string kind = first.key();
+  const nlohmann::json& body = first.value();
   if (!body.is_object()) bad_file(file, shape);
   if (kind == "latest") {
     policy.kind = VersionPolicy::Kind::Latest;
