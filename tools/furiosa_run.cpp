@@ -27,6 +27,7 @@
 #include "furiosa/tools/idx.h"
 #include "src/bench.h"
 #include "src/compiler_flags.h"
+#include "src/kernel_table.h"
 
 namespace fs = std::filesystem;
 using namespace furiosa;
@@ -329,7 +330,19 @@ int run(Args a) {
   runtime::RunnerOptions opts;
   use_backend(backend, opts);
   apply_session_args(a, opts);
-  opts.profiler = prof;
+  // --verbose prints the device kernels' modelled figures from the kernel spans: recorded by the
+  // trace's profiler, the process profiler, or else a private one.
+  std::shared_ptr<profiler::Profiler> kernel_spans = prof ? prof : profiler::process_profiler();
+  if (a.verbose && !kernel_spans) {
+    profiler::ProfilerOptions kernel_options;
+    kernel_options.max_events = 100'000;
+    kernel_spans = std::make_shared<profiler::Profiler>(kernel_options);
+  }
+  opts.profiler = a.verbose ? kernel_spans : prof;
+  const auto print_kernels = [&] {
+    if (a.verbose && kernel_spans)
+      fmt::print("{}", tools::format_device_kernels(kernel_spans->records()));
+  };
   auto runner = runtime::create_runner(fs::path(a.model), opts);
   const auto& model = runner->model();
 
@@ -348,6 +361,7 @@ int run(Args a) {
     if (!a.dataset.empty()) run_dataset(*runner, a);
     else run_default_images(*runner);
     runner.reset();
+    print_kernels();
     finish_trace(prof, a);
     return 0;
   }
@@ -380,6 +394,7 @@ int run(Args a) {
                "kernels, so the outputs are not valid{}\n",
                a.output_dir.empty() ? "" : " and nothing is written to --output-dir");
     runner.reset();
+    print_kernels();
     finish_trace(prof, a);
     return 0;
   }
@@ -395,6 +410,7 @@ int run(Args a) {
     }
   }
   runner.reset();  // all spans are in once the runner is closed
+  print_kernels();
   finish_trace(prof, a);
   return 0;
 }
@@ -425,7 +441,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "sim", "pcie"}));
   app.add_option("--devices", a.devices, "Device: npu0pe0, npu0pe1, npu0pe0-1, npu:X:Y[-Z] (default npu0pe0-1)");
   app.add_option("--seed", a.seed, "Seed for inputs that are not given");
-  app.add_flag("--verbose,-v", a.verbose, "Print the partition report, the NPU share of MACs and the host steps");
+  app.add_flag("--verbose,-v", a.verbose,
+               "Print the partition report, the NPU share of MACs, the host steps and, after the "
+               "run, each device "
+               "kernel's modelled cycles, bound and DRAM traffic");
   app.add_option("--report", a.report, "Print a profiler report: " + std::string(profiler::kReportNames))
       ->check([](const std::string& v) {
         return profiler::parse_report_kind(v) ? std::string() : "expected one of " + std::string(profiler::kReportNames);

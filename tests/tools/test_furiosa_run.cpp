@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -385,4 +387,40 @@ TEST_CASE("furiosa-run picks its backend: --backend, FURIOSA_BACKEND, else sim w
                            Catch::Contains("--backend sim"));
   // An unknown backend is refused by the option check.
   CHECK(furiosa_run(fmt::format("'{}' --backend tpu", model), tmp).exit_code != 0);
+}
+
+TEST_CASE("furiosa-run --verbose prints each device kernel's modelled bound and spilled bytes",
+          "[tools][timing]") {
+  // SSD-ResNet34 at 1200x1200 holds more activations than a PE's SRAM (docs/timing.md, "On-chip
+  // memory"): its residual blocks spill their shortcuts.
+  const fs::path model = FURIOSA_SSD_RESNET34;
+  if (!fs::exists(model))
+    FAIL("missing " << model.string() << ": build the ssd-resnet34-model target");
+  const test::TempDir scratch("run-verbose");
+  const auto r = furiosa_run(
+      fmt::format("'{}' --sim-mode timing --sim-pacing off --devices npu0pe0-1 --verbose",
+                  model.string()),
+      scratch.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains(
+                        "device kernels of program 0 (timing model, one execution): 79 kernels"));
+  CHECK_THAT(r.out, Catch::Contains("of which 98.30 MB spilled activations"));
+  // A shortcut read back by its Add: DRAM-bound, 6.14 MB from DRAM.
+  bool add_from_dram = false;
+  std::istringstream lines(r.out);
+  for (std::string line;
+       std::getline(lines, line);) {  // (line by line: std::regex recurses per character)
+    add_from_dram =
+        add_from_dram ||
+        std::regex_match(line,
+                         std::regex(" +[0-9]+ LowLevelAdd +[0-9]+ +[0-9]+ dram +6\\.14 +6\\.14"));
+  }
+  CHECK(add_from_dram);
+  // Without --verbose, no table.
+  const auto quiet = furiosa_run(
+      fmt::format("'{}' --sim-mode timing --sim-pacing off --devices npu0pe0-1", model.string()),
+      scratch.path());
+  REQUIRE(quiet.exit_code == 0);
+  CHECK_THAT(quiet.out, !Catch::Contains("device kernels"));
 }
