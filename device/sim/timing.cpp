@@ -101,7 +101,8 @@ KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count
     c.aligned_macs = aligned_macs(kernel, config.array_align);
     c.compute_cycles = cycles_for(static_cast<double>(c.aligned_macs), config.macs_per_cycle_per_pe * pes);
   }
-  const double traffic = static_cast<double>(io_bytes(kernel) + kernel_weight_bytes(kernel));
+  c.io_bytes = io_bytes(kernel) + kernel_weight_bytes(kernel);
+  const double traffic = static_cast<double>(c.io_bytes);
   c.sram_cycles = cycles_for(traffic, config.sram_bytes_per_cycle_per_pe * pes);
   c.dram_bytes = streamed;
   c.spill_read_bytes = spill.read_bytes;

@@ -30,6 +30,7 @@ struct KernelCost {
   std::uint64_t dram_bytes = 0;       ///< weight bytes streamed from DRAM per execution
   std::uint64_t spill_read_bytes = 0;     ///< activations read from DRAM (SramPlan)
   std::uint64_t spill_write_bytes = 0;    ///< activations written to DRAM (SramPlan)
+  std::uint64_t io_bytes = 0;             ///< inputs + outputs + weights, in device layouts
   KernelBound bound = KernelBound::Sram;  ///< the largest of compute, SRAM and DRAM
 };
 

@@ -43,7 +43,9 @@ void for_each_span(const DeviceExecution& e, const SpanContext& parent, std::uin
     if (!k.bound.empty()) {
       r.attributes = {{"bound", std::string(k.bound)},
                       {"dram_bytes", std::to_string(k.dram_bytes)},
-                      {"spill_bytes", std::to_string(k.spill_bytes)}};
+                      {"spill_bytes", std::to_string(k.spill_bytes)},
+                      {"macs", std::to_string(k.macs)},
+                      {"bytes", std::to_string(k.bytes)}};
     }
     emit(std::move(r));
   }

@@ -119,6 +119,16 @@ SpanRecord span_of(const json& e) {
   r.cycles = int_member(args, "cycles", -1);
   const std::int64_t flow = int_member(args, "flow_id", 0);
   r.flow_id = flow > 0 ? static_cast<std::uint64_t>(flow) : 0;
+  // The other string-valued args are the span's attributes (span_args() writes them there),
+  // in key order; at most kMaxAttributes of them.
+  constexpr std::size_t kMaxAttributes = 64;
+  for (const auto& [key, value] : args.items()) {
+    if (!value.is_string() || key == "trace_id" || key == "span_id" || key == "parent_span_id")
+      continue;
+    if (r.attributes.size() == kMaxAttributes)
+      throw BadTrace(fmt::format("more than {} string args", kMaxAttributes));
+    r.attributes.emplace_back(key, value.get<std::string>());
+  }
   return r;
 }
 

@@ -50,7 +50,8 @@ profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t, 
     e.kernels.push_back({isa::kernel_name(k.kind), k.start_ns, k.end_ns, k.operator_index,
                          k.instruction_index, static_cast<std::int64_t>(k.cycles), k.bound,
                          static_cast<std::int64_t>(k.dram_bytes),
-                         static_cast<std::int64_t>(k.spill_bytes)});
+                         static_cast<std::int64_t>(k.spill_bytes),
+                         static_cast<std::int64_t>(k.macs), static_cast<std::int64_t>(k.bytes)});
   }
   for (const auto& b : t.backend_spans) e.backend_intervals.push_back({b.name, b.start_ns, b.end_ns});
   return e;

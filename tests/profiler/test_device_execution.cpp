@@ -101,6 +101,9 @@ TEST_CASE("device execution spans: a modelled kernel's bound and DRAM bytes beco
   REQUIRE(spans.size() == 6);
   CHECK(spans[2].attributes.empty());  // not modelled: no attributes, no allocation
   using Attributes = std::vector<std::pair<std::string, std::string>>;
-  CHECK(spans[3].attributes ==
-        Attributes{{"bound", "dram"}, {"dram_bytes", "6144000"}, {"spill_bytes", "4096000"}});
+  CHECK(spans[3].attributes == Attributes{{"bound", "dram"},
+                                          {"dram_bytes", "6144000"},
+                                          {"spill_bytes", "4096000"},
+                                          {"macs", "0"},
+                                          {"bytes", "0"}});
 }

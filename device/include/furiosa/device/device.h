@@ -54,8 +54,10 @@ struct KernelTiming {
   /// model it. Points to a string literal.
   std::string_view bound{};
   std::uint64_t dram_bytes = 0;  ///< modelled DRAM traffic: streamed weights + spill_bytes
-  std::uint64_t spill_bytes =
-      0;  ///< activations written to or read back from DRAM (SRAM too small)
+  /// Activations written to or read back from DRAM (the SRAM was too small).
+  std::uint64_t spill_bytes = 0;
+  std::uint64_t macs = 0;   ///< useful multiply-accumulates (isa::kernel_macs; 0: data movement)
+  std::uint64_t bytes = 0;  ///< bytes of its inputs, outputs and weights (device layouts)
 };
 
 /// A backend-specific interval of one execution (e.g. the simulator's "SimOverrun": the host

@@ -39,6 +39,8 @@ struct DeviceKernel {
   std::string_view bound{};
   std::int64_t dram_bytes = 0;   ///< modelled DRAM traffic (streamed weights + spilled activations)
   std::int64_t spill_bytes = 0;  ///< of which activations spilled to / read back from DRAM
+  std::int64_t macs = 0;         ///< useful multiply-accumulates (0: data movement)
+  std::int64_t bytes = 0;        ///< bytes of its inputs, outputs and weights
 };
 
 /// A backend-specific interval of a device execution, drawn beside the phases without
@@ -70,7 +72,8 @@ struct DeviceExecution {
 /// pe_index, execution_index and dram_base; Load, Execution, Store and the backend intervals have
 /// parent `parent.span_id`, the kernels the Execution span's id. The Execution span carries
 /// `flow_id` (0: no flow) and `cycles`; each kernel its operator_index, instruction_index and
-/// cycles, and when the backend models it, the attributes "bound", "dram_bytes" and "spill_bytes".
+/// cycles, and when the backend models it, the attributes "bound", "dram_bytes", "spill_bytes",
+/// "macs" and "bytes".
 /// Span ids come from `next_id`, called once per span in the order above (so a test can predict
 /// them). Pure: thread-safe.
 std::vector<SpanRecord> device_execution_spans(const DeviceExecution& execution, const SpanContext& parent,
