@@ -57,6 +57,8 @@ enum Builtin : int {
   kFullyConnected = 9,
   kLogistic = 14,
   kMaxPool2d = 17,
+  kReluN1To1 = 20,
+  kRelu6 = 21,
   kMul = 18,
   kReshape = 22,
   kResizeBilinear = 23,
@@ -77,6 +79,8 @@ enum Builtin : int {
   kMaximum = 55,
   kArgMax = 56,
   kMinimum = 57,
+  kPadV2 = 60,
+  kSlice = 65,
   kTile = 69,
   kRsqrt = 76,
   kShape = 77,
@@ -87,18 +91,20 @@ enum Builtin : int {
   kResizeNearestNeighbor = 97,
   kLeakyRelu = 98,
   kSquaredDifference = 99,
+  kMirrorPad = 100,
   kSplitV = 102,
   kGatherNd = 107,
   kQuantize = 114,
   kHardSwish = 117,
 };
 // clang-format off
-constexpr std::array<int, 43> kSupported = {
+constexpr std::array<int, 48> kSupported = {
     kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
     kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
     kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
     kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
-    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv};
+    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv, kSlice, kPadV2,
+    kMirrorPad, kRelu6, kReluN1To1};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
@@ -213,7 +219,12 @@ void Importer::map_operator(const fb::Operator& op) {
     case kSoftmax: return softmax(op);
     case kLogistic: return logistic(op);
     case kConcatenation: return concatenation(op);
-    case kPad: return pad(op);
+    case kPad: return pad(op, false);
+    case kPadV2: return pad(op, true);
+    case kSlice: return slice(op);
+    case kMirrorPad: return mirror_pad(op);
+    case kRelu6: return relu_clamp(op, 0.0f, 6.0f);
+    case kReluN1To1: return relu_clamp(op, -1.0f, 1.0f);
     case kQuantize: return quantize(op);
     case kDequantize: return dequantize(op);
     case kResizeBilinear: return resize(op, true);
