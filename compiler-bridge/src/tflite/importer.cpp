@@ -83,8 +83,10 @@ enum Builtin : int {
   kSlice = 65,
   kTile = 69,
   kRsqrt = 76,
+  kSum = 74,
   kShape = 77,
   kArgMin = 79,
+  kReduceMax = 82,
   kPack = 83,
   kFill = 94,
   kRange = 96,
@@ -98,13 +100,13 @@ enum Builtin : int {
   kHardSwish = 117,
 };
 // clang-format off
-constexpr std::array<int, 48> kSupported = {
+constexpr std::array<int, 50> kSupported = {
     kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
     kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
     kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
     kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
     kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv, kSlice, kPadV2,
-    kMirrorPad, kRelu6, kReluN1To1};
+    kMirrorPad, kRelu6, kReluN1To1, kSum, kReduceMax};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
@@ -232,6 +234,8 @@ void Importer::map_operator(const fb::Operator& op) {
     case kArgMax: return arg_min_max(op, true);
     case kArgMin: return arg_min_max(op, false);
     case kMean: return mean(op);
+    case kSum: return sum(op);
+    case kReduceMax: return reduce_max(op);
     case kShape: return shape_op(op);
     case kStridedSlice: return strided_slice(op);
     case kPack: return pack(op);

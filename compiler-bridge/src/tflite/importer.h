@@ -16,6 +16,7 @@
 //                       FILL, RANGE, TRANSPOSE
 //   rearrange.cpp       GATHER_ND, SPLIT, SPLIT_V, DEPTH_TO_SPACE, SPACE_TO_DEPTH
 //   slicing.cpp         SLICE, MIRROR_PAD
+//   reduce.cpp          SUM, REDUCE_MAX
 //   detection.cpp       TFLite_Detection_PostProcess
 // The tables and multipliers are computed by the importer; the device only knows the generic
 // fixed-point rule (isa.h) and 256-entry tables (host/lookup_table.h).
@@ -314,6 +315,24 @@ class Importer {
   void slice(const fb::Operator& op);
   /// MIRROR_PAD (REFLECT / SYMMETRIC) with constant paddings -> Gather per padded axis.
   void mirror_pad(const fb::Operator& op);
+
+  // ---- SUM and REDUCE_MAX (reduce.cpp) ----------------------------------------------------------
+  /// The operands of a reduction with constant axes, checked: y's shape, one type of float32,
+  /// uint8 or int8.
+  struct Reduced {
+    int x = -1, y = -1;
+    bool keep = false;
+    std::vector<std::int64_t> axes;  ///< the reduced dims, ascending, each once
+    Shape shape;                     ///< y's shape
+    std::int64_t count = 1;          ///< input elements per output
+  };
+  Reduced reduced_operands(const fb::Operator& op) const;
+  /// No axes: y is a copy of x (a Reshape); returns whether that was the case.
+  bool reduce_copy(const Reduced& r);
+  /// SUM (uint8, rescaling) -> furiosa::QuantizedMean with TFLite's undivided multiplier (host).
+  void sum(const fb::Operator& op);
+  /// REDUCE_MAX -> ReduceMax of the stored values (host).
+  void reduce_max(const fb::Operator& op);
 
   // ---- detection post-processing (detection.cpp) ------------------------------------------------
   /// A float32 view of a detection input: the tensor itself, or its DequantizeLinear (uint8/int8).
