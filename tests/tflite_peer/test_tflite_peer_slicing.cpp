@@ -1,7 +1,8 @@
-// TFLite SLICE, PADV2, MIRROR_PAD, RELU6 and RELU_N1_TO_1 against the TFLite peer (TensorFlow Lite
-// 2.14's reference kernels, tflite_peer.h): small models written with tflite_writer.h, uint8 and
-// int8, seeded random inputs (every input value once for the activations), outputs compared
-// bit-exactly, and the placement of each operator checked in the compiled model's report.
+// TFLite SLICE, PADV2, MIRROR_PAD, RELU6, RELU_N1_TO_1, SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND
+// against the TFLite peer (TensorFlow Lite 2.14's reference kernels, tflite_peer.h): small models
+// written with tflite_writer.h, uint8 and int8, seeded random inputs (every input value once for
+// the activations), outputs compared bit-exactly, and the placement of each operator checked in
+// the compiled model's report.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -233,6 +234,55 @@ TEST_CASE("TFLite peer: RELU6 and RELU_N1_TO_1 as 256-entry tables on the NPU, u
       CHECK(r.worst == 0);
       CHECK(test::distinct(r.ours[0]) > 20);
       require_placement(*r.runner, "furiosa::Requantize", "npu");
+    }
+  }
+}
+
+TEST_CASE(
+    "TFLite peer: SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND with constant blocks, paddings and "
+    "crops, uint8 and "
+    "int8, on the NPU",
+    "[tflite_peer]") {
+  constexpr int kBatchToSpaceNd = 37, kSpaceToBatchNd = 38;
+  struct Case {
+    int code;
+    Dims in, block, pads;  ///< pads: [top, bottom, left, right] paddings or crops
+  };
+  const std::vector<Case> cases = {{kSpaceToBatchNd, {1, 4, 6, 3}, {2, 2}, {0, 0, 0, 0}},
+                                   {kSpaceToBatchNd, {2, 5, 4, 2}, {2, 3}, {1, 0, 1, 1}},
+                                   {kSpaceToBatchNd, {1, 3, 3, 1}, {2, 2}, {1, 0, 0, 1}},
+                                   {kBatchToSpaceNd, {4, 3, 2, 3}, {2, 2}, {0, 0, 0, 0}},
+                                   {kBatchToSpaceNd, {12, 3, 2, 2}, {2, 3}, {1, 0, 1, 1}},
+                                   {kBatchToSpaceNd, {4, 2, 3, 1}, {2, 2}, {0, 1, 1, 1}}};
+  for (DType d : {DType::UInt8, DType::Int8}) {
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const Case& c = cases[k];
+      const bool to_batch = c.code == kSpaceToBatchNd;
+      const std::string name =
+          fmt::format("{}{}_{}", to_batch ? "space_to_batch" : "batch_to_space", k, type_tag(d));
+      INFO(name);
+      const QSpec q{{0.05f}, {d == DType::UInt8 ? 133 : 5}};
+      const std::int32_t bh = c.block[0], bw = c.block[1];
+      Dims out;
+      if (to_batch) {
+        out = {c.in[0] * bh * bw, (c.in[1] + c.pads[0] + c.pads[1]) / bh,
+               (c.in[2] + c.pads[2] + c.pads[3]) / bw, c.in[3]};
+      } else {
+        out = {c.in[0] / (bh * bw), c.in[1] * bh - c.pads[0] - c.pads[1],
+               c.in[2] * bw - c.pads[2] - c.pads[3], c.in[3]};
+      }
+      TfliteWriter w;
+      const auto block_bytes = test::raw_bytes(c.block), pad_bytes = test::raw_bytes(c.pads);
+      const int x = w.tensor("x", tflite_type(d), c.in, &q);
+      const int b = w.tensor("block_shape", fb::TensorType::INT32, {2}, nullptr, &block_bytes);
+      const int p = w.tensor(to_batch ? "paddings" : "crops", fb::TensorType::INT32, {2, 2},
+                             nullptr, &pad_bytes);
+      const int y = w.tensor("y", tflite_type(d), out, &q);
+      w.op(c.code, {x, b, p}, {y});
+      const auto r = run_with_peer(name, w.finish({x}, {y}), {random_input(d, c.in, 111)});
+      CHECK(r.worst == 0);
+      CHECK(test::distinct(r.ours[0]) > 4);
+      require_placement(*r.runner, "Transpose", "npu");
     }
   }
 }

@@ -67,6 +67,8 @@ enum Builtin : int {
   kCustom = 32,
   kPad = 34,
   kGather = 36,
+  kBatchToSpaceNd = 37,
+  kSpaceToBatchNd = 38,
   kTranspose = 39,
   kMean = 40,
   kSub = 41,
@@ -100,13 +102,13 @@ enum Builtin : int {
   kHardSwish = 117,
 };
 // clang-format off
-constexpr std::array<int, 50> kSupported = {
+constexpr std::array<int, 52> kSupported = {
     kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
     kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
     kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
     kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
     kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv, kSlice, kPadV2,
-    kMirrorPad, kRelu6, kReluN1To1, kSum, kReduceMax};
+    kMirrorPad, kRelu6, kReluN1To1, kSum, kReduceMax, kSpaceToBatchNd, kBatchToSpaceNd};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
@@ -259,6 +261,8 @@ void Importer::map_operator(const fb::Operator& op) {
     case kSplitV: return split(op, true);
     case kDepthToSpace: return depth_space(op, true);
     case kSpaceToDepth: return depth_space(op, false);
+    case kSpaceToBatchNd: return space_batch(op, true);
+    case kBatchToSpaceNd: return space_batch(op, false);
     case kExp: return exp_op(op);
     case kRsqrt: return rsqrt(op);
     case kCustom:

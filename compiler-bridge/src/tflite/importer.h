@@ -14,7 +14,8 @@
 //   data_movement.cpp   RESHAPE, CONCATENATION, PAD, PADV2, SHAPE, STRIDED_SLICE, PACK, TILE,
 //   GATHER,
 //                       FILL, RANGE, TRANSPOSE
-//   rearrange.cpp       GATHER_ND, SPLIT, SPLIT_V, DEPTH_TO_SPACE, SPACE_TO_DEPTH
+//   rearrange.cpp       GATHER_ND, SPLIT, SPLIT_V, DEPTH_TO_SPACE, SPACE_TO_DEPTH,
+//                       SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND
 //   slicing.cpp         SLICE, MIRROR_PAD
 //   reduce.cpp          SUM, REDUCE_MAX
 //   detection.cpp       TFLite_Detection_PostProcess
@@ -309,6 +310,9 @@ class Importer {
   void split(const fb::Operator& op, bool sizes_given);
   /// DEPTH_TO_SPACE (to_space) / SPACE_TO_DEPTH -> Reshape, Transpose, Reshape.
   void depth_space(const fb::Operator& op, bool to_space);
+  /// SPACE_TO_BATCH_ND (to_batch) / BATCH_TO_SPACE_ND with constant block_shape and paddings /
+  /// crops -> (Concat padding,) Reshape, Transpose, Reshape (, Slice cropping).
+  void space_batch(const fb::Operator& op, bool to_batch);
 
   // ---- slices and mirrored padding (slicing.cpp) ------------------------------------------------
   /// SLICE with constant begin and size -> Slice.
