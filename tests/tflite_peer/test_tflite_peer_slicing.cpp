@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "furiosa/core/error.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 #include "tflite_peer.h"
@@ -284,5 +285,86 @@ TEST_CASE(
       CHECK(test::distinct(r.ours[0]) > 4);
       require_placement(*r.runner, "Transpose", "npu");
     }
+  }
+}
+
+TEST_CASE(
+    "TFLite: refusals of SLICE, PADV2, MIRROR_PAD and SPACE_TO_BATCH_ND are one line naming the "
+    "operator",
+    "[tflite_peer][errors]") {
+  auto refused = [](const std::string& bytes, const std::string& name) -> std::string {
+    try {
+      (void)runtime::create_runner(test::write_peer_model(name, bytes), options());
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find_first_of("\n\x1b") == std::string::npos);
+      return e.message();
+    }
+    FAIL(name << " was accepted");
+    return {};
+  };
+  const QSpec q{{0.05f}, {128}};
+  {  // SLICE with a computed size; a hostile tensor name comes back escaped
+    TfliteWriter w;
+    const auto begin_bytes = test::raw_bytes(Dims{0, 0});
+    const int x = w.tensor("x", fb::TensorType::UINT8, {4, 3}, &q);
+    const int b = w.tensor("begin", fb::TensorType::INT32, {2}, nullptr, &begin_bytes);
+    const int s = w.tensor("size\n\x1b[2J", fb::TensorType::INT32, {2});
+    const int y = w.tensor("y", fb::TensorType::UINT8, {2, 3}, &q);
+    w.op(kSlice, {x, b, s}, {y});
+    const std::string msg = refused(w.finish({x, s}, {y}), "slice_dynamic.tflite");
+    CHECK_THAT(msg, Catch::Contains("operator 0 (SLICE)") &&
+                        Catch::Contains("'size\\x0a\\x1b[2J' must be constant"));
+  }
+  {  // SLICE past the end of a dim
+    TfliteWriter w;
+    const auto begin_bytes = test::raw_bytes(Dims{3, 0}), size_bytes = test::raw_bytes(Dims{2, -1});
+    const int x = w.tensor("x", fb::TensorType::UINT8, {4, 3}, &q);
+    const int b = w.tensor("begin", fb::TensorType::INT32, {2}, nullptr, &begin_bytes);
+    const int s = w.tensor("size", fb::TensorType::INT32, {2}, nullptr, &size_bytes);
+    const int y = w.tensor("y", fb::TensorType::UINT8, {2, 3}, &q);
+    w.op(kSlice, {x, b, s}, {y});
+    const std::string msg = refused(w.finish({x}, {y}), "slice_outside.tflite");
+    CHECK_THAT(msg, Catch::Contains("operator 0 (SLICE)") &&
+                        Catch::Contains("begin 3 and size 2 of dim 0"));
+  }
+  {  // PADV2 whose constant_values has other parameters than the output
+    TfliteWriter w;
+    std::vector<std::uint8_t> pad_bytes;
+    const std::vector<std::uint8_t> value_bytes = {7};
+    const QSpec qv{{0.1f}, {128}};
+    const int x = w.tensor("x", fb::TensorType::UINT8, {2, 3}, &q);
+    const int p = paddings_tensor(w, {{{1, 0}, {0, 1}}}, pad_bytes);
+    const int v = w.tensor("value", fb::TensorType::UINT8, {}, &qv, &value_bytes);
+    const int y = w.tensor("y", fb::TensorType::UINT8, {3, 4}, &q);
+    w.op(kPadV2, {x, p, v}, {y});
+    const std::string msg = refused(w.finish({x}, {y}), "padv2_value_params.tflite");
+    CHECK_THAT(msg,
+               Catch::Contains("operator 0 (PADV2)") &&
+                   Catch::Contains(
+                       "constant_values 'value' must share the output's quantization parameters"));
+  }
+  {  // REFLECT MIRROR_PAD by a whole dim
+    TfliteWriter w;
+    std::vector<std::uint8_t> pad_bytes;
+    const int x = w.tensor("x", fb::TensorType::UINT8, {2, 3}, &q);
+    const int p = paddings_tensor(w, {{{0, 0}, {3, 0}}}, pad_bytes);
+    const int y = w.tensor("y", fb::TensorType::UINT8, {2, 6}, &q);
+    w.op(kMirrorPad, {x, p}, {y}, fb::BuiltinOptions::MirrorPadOptions,
+         fb::CreateMirrorPadOptions(w.builder(), fb::MirrorPadMode::REFLECT).Union());
+    const std::string msg = refused(w.finish({x}, {y}), "mirror_pad_too_far.tflite");
+    CHECK_THAT(msg, Catch::Contains("operator 0 (MIRROR_PAD)") &&
+                        Catch::Contains("padding 3 of dim 1 must be in [0, 2] for REFLECT"));
+  }
+  {  // SPACE_TO_BATCH_ND on a 3-D tensor
+    TfliteWriter w;
+    const auto block_bytes = test::raw_bytes(Dims{2}), pad_bytes = test::raw_bytes(Dims{0, 0});
+    const int x = w.tensor("x", fb::TensorType::UINT8, {1, 4, 3}, &q);
+    const int b = w.tensor("block_shape", fb::TensorType::INT32, {1}, nullptr, &block_bytes);
+    const int p = w.tensor("paddings", fb::TensorType::INT32, {1, 2}, nullptr, &pad_bytes);
+    const int y = w.tensor("y", fb::TensorType::UINT8, {2, 2, 3}, &q);
+    w.op(38, {x, b, p}, {y});
+    const std::string msg = refused(w.finish({x}, {y}), "space_to_batch_3d.tflite");
+    CHECK_THAT(msg, Catch::Contains("operator 0 (SPACE_TO_BATCH_ND)") &&
+                        Catch::Contains("must be 4-D (NHWC)"));
   }
 }
