@@ -3,7 +3,8 @@
 // inputs, outputs compared bit-exactly, placements checked in the report (SUM uint8; REDUCE_MAX
 // uint8 and int8); and the refusals of the SUMs the importer does not take: int8 (the peer's
 // rescaling int8 SUM gave -1 for every output of these cases, nothing to match) and equal
-// parameters (TFLite adds the stored values in 8 bits, wrapping around).
+// parameters (TFLite adds the stored values in 8 bits, wrapping around); and float32 RELU6,
+// RELU_N1_TO_1, PADV2 and REDUCE_MAX.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -162,5 +163,61 @@ TEST_CASE("TFLite SUM with equal input and output parameters is refused naming t
     CHECK(e.code() == ErrorCode::UnsupportedOperator);
     CHECK_THAT(e.message(), Catch::Contains("operator 0 (SUM)"));
     CHECK_THAT(e.message(), Catch::Contains("share their quantization parameters"));
+  }
+}
+
+TEST_CASE("TFLite peer: float32 RELU6, RELU_N1_TO_1, PADV2 and REDUCE_MAX on the host",
+          "[tflite_peer]") {
+  constexpr int kReluN1To1 = 20, kRelu6 = 21, kPadV2 = 60;
+  const Dims in = {1, 4, 5, 3};
+  Tensor x_in(DType::Float32, {1, 4, 5, 3});
+  auto xv = x_in.as<float>();
+  for (std::size_t i = 0; i < xv.size(); ++i)
+    xv[i] = static_cast<float>(static_cast<int>(i * 37 % 61) - 30) * 0.25f;
+  xv[0] = 6.0f;
+  xv[1] = -1.0f;
+  xv[2] = 1.0f;
+  struct Case {
+    const char* name;
+    int code;
+  };
+  for (const Case c : {Case{"relu6_float", kRelu6}, Case{"relu_n1_to_1_float", kReluN1To1},
+                       Case{"padv2_float", kPadV2}, Case{"reduce_max_float", kReduceMax}}) {
+    INFO(c.name);
+    const auto pad_bytes = test::raw_bytes(Dims{0, 0, 1, 2, 2, 1, 0, 1});
+    const auto value_bytes = test::raw_bytes(std::vector<float>{-3.5f});
+    const auto axes_bytes = test::raw_bytes(Dims{1, 2});
+    std::string bytes;
+    if (c.code == kPadV2) {
+      TfliteWriter w2;
+      const int x2 = w2.tensor("x", fb::TensorType::FLOAT32, in);
+      const int p = w2.tensor("paddings", fb::TensorType::INT32, {4, 2}, nullptr, &pad_bytes);
+      const int v = w2.tensor("value", fb::TensorType::FLOAT32, {1}, nullptr, &value_bytes);
+      const int y = w2.tensor("y", fb::TensorType::FLOAT32, {1, 7, 8, 4});
+      w2.op(c.code, {x2, p, v}, {y});
+      bytes = w2.finish({x2}, {y});
+    } else if (c.code == kReduceMax) {
+      TfliteWriter w2;
+      const int x2 = w2.tensor("x", fb::TensorType::FLOAT32, in);
+      const int a = w2.tensor("axes", fb::TensorType::INT32, {2}, nullptr, &axes_bytes);
+      const int y = w2.tensor("y", fb::TensorType::FLOAT32, {1, 3});
+      w2.op(c.code, {x2, a}, {y}, fb::BuiltinOptions::ReducerOptions,
+            fb::CreateReducerOptions(w2.builder(), false).Union());
+      bytes = w2.finish({x2}, {y});
+    } else {
+      TfliteWriter w2;
+      const int x2 = w2.tensor("x", fb::TensorType::FLOAT32, in);
+      const int y = w2.tensor("y", fb::TensorType::FLOAT32, in);
+      w2.op(c.code, {x2}, {y});
+      bytes = w2.finish({x2}, {y});
+    }
+    const auto path = test::write_peer_model(std::string(c.name) + ".tflite", bytes);
+    const auto runner = runtime::create_runner(path, reduce_options());
+    const auto ours = runner->run({x_in});
+    const auto peer = test::run_tflite_peer(path, {x_in}, ours);
+    const double worst = test::worst_difference(ours[0], peer[0]);
+    fmt::print("tflite peer: {}: worst difference {}\n", c.name, worst);
+    CHECK(worst == 0);
+    CHECK(test::distinct(ours[0]) > 2);
   }
 }
