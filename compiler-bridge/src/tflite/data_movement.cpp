@@ -1,5 +1,6 @@
 // TFLite's reshapes, concatenation and data-movement operators (importer.h):
-//  - RESHAPE to the output tensor's shape; PAD as a Concat with blocks of the zero point;
+//  - RESHAPE to the output tensor's shape; PAD / PADV2 as a Concat with blocks of the zero point
+//    (PADV2: of its constant value, stored as is, as TFLite's Pad does);
 //  - CONCATENATION of uint8 inputs with other parameters than the output's: the float rescaling
 //    of reference_ops::ConcatenationWithScaling (round(q * s + b) with s = in_scale / out_scale,
 //    b = -in_zero_point * s, rounded half away from zero), as a 256-entry table;
@@ -94,10 +95,10 @@ void Importer::concatenation(const fb::Operator& op) {
   bind_clamped(c, y, nchw, activation_range(o->fused_activation_function(), y));
 }
 
-void Importer::pad(const fb::Operator& op) {
+void Importer::pad(const fb::Operator& op, bool v2) {
   const auto in = op_inputs(op);
   const auto out = op_outputs(op);
-  require_arity(in, 2, 2, out);
+  require_arity(in, 2, v2 ? 3 : 2, out);
   const int x = in[0], p = in[1], y = out[0];
   require_constant(p, "paddings");
   const DType d = dtype(x);
@@ -118,8 +119,10 @@ void Importer::pad(const fb::Operator& op) {
     expected[i] += pads[i][0] + pads[i][1];
   }
   check_output_shape(y, expected);
-  // The padding value: the output zero point for quantized tensors (TFLite PAD), else 0.
+  // The padding value: the output zero point for quantized tensors (TFLite PAD), else 0; PADV2's
+  // constant_values when given (quantized: its stored value, with the output's parameters).
   std::int32_t fill = 0;
+  float fill_f = 0.0f;
   if (is_quantized(d)) {
     const Quant xq = quant(x), yq = quant(y);
     if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
@@ -128,6 +131,26 @@ void Importer::pad(const fb::Operator& op) {
     fill = yq.zero_point;
   } else if (d != DType::Float32) {
     unsupported(fmt::format("input '{}' is {}; float32, uint8 and int8 are supported", info(x).name, dtype_name(d)));
+  }
+  if (in.size() == 3 && in[2] >= 0) {
+    const int c = in[2];
+    require_constant(c, "constant_values");
+    const Tensor ct = constant_tensor(c);
+    if (ct.dtype() != d || element_count(ct.shape()) != 1) {
+      bad(fmt::format("constant_values '{}' must be one {} value, is {} {}", info(c).name,
+                      dtype_name(d), dtype_name(ct.dtype()), shape_to_string(ct.shape())));
+    }
+    if (is_quantized(d)) {
+      const Quant cq = quant(c), yq = quant(y);
+      if (cq.scale != yq.scale || cq.zero_point != yq.zero_point) {
+        bad(fmt::format("constant_values '{}' must share the output's quantization parameters",
+                        info(c).name));
+      }
+      fill = d == DType::UInt8 ? std::int32_t{ct.as<std::uint8_t>()[0]}
+                               : std::int32_t{ct.as<std::int8_t>()[0]};
+    } else {
+      fill_f = ct.as<float>()[0];
+    }
   }
   const bool nchw = rank == 4;
   int cur = nchw ? nchw_view(x) : model_view(x);
@@ -151,6 +174,7 @@ void Importer::pad(const fb::Operator& op) {
       Tensor t(d, bs);
       if (d == DType::UInt8) std::fill(t.as<std::uint8_t>().begin(), t.as<std::uint8_t>().end(), static_cast<std::uint8_t>(fill));
       if (d == DType::Int8) std::fill(t.as<std::int8_t>().begin(), t.as<std::int8_t>().end(), static_cast<std::int8_t>(fill));
+      if (d == DType::Float32) std::fill(t.as<float>().begin(), t.as<float>().end(), fill_f);
       return add_constant(fmt::format("{}/pad{}_{}", base, ma, side), std::move(t));
     };
     std::vector<int> ordered;  // [fill block, x, fill block]

@@ -7,7 +7,8 @@
 //    8-bit types reference_ops::Requantize with QuantizeMultiplier(input_scale / output_scale), as
 //    a 256-entry table;
 //  - SOFTMAX in float32 between DequantizeLinear and QuantizeLinear; DEQUANTIZE; CAST of the
-//    stored values.
+//    stored values;
+//  - RELU6 / RELU_N1_TO_1: TFLite's requantize-and-clamp as a table (8-bit), Clip (float32).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -178,6 +179,50 @@ void Importer::cast(const fb::Operator& op) {
   dtype(x);
   check_output_shape(y, info(x).shape);
   add_node("Cast", "", {model_view(x)}, {output_model(y)}, {{"to", onnx_type(dtype(y))}});
+}
+
+}  // namespace furiosa::compiler::detail::tflite
+
+namespace furiosa::compiler::detail::tflite {
+
+// RELU6 / RELU_N1_TO_1 as standalone operators (kernels/activations.cc, QuantizedReluX and
+// reference_ops::ReluX): 8-bit: out_zp + mbqm(q - in_zp, QuantizeMultiplier(float32(in_scale /
+// out_scale))), clamped to [max(type min, out_zp + roundf(lo / out_scale)), min(type max, out_zp +
+// roundf(hi / out_scale))] (the ratios in float32), as a table; float32: Clip(x, lo, hi).
+void Importer::relu_clamp(const fb::Operator& op, float lo, float hi) {
+  const auto in = op_inputs(op);
+  const auto out = op_outputs(op);
+  require_arity(in, 1, 1, out);
+  const int x = in[0], y = out[0];
+  const DType xd = dtype(x);
+  if (xd != dtype(y)) bad("input and output types differ");
+  check_output_shape(y, info(x).shape);
+  if (xd == DType::Float32) {
+    const std::string base = info(y).name;
+    Tensor tlo(DType::Float32, {}), thi(DType::Float32, {});
+    tlo.as<float>()[0] = lo;
+    thi.as<float>()[0] = hi;
+    add_node("Clip", "",
+             {model_view(x), add_constant(base + "/min", std::move(tlo)),
+              add_constant(base + "/max", std::move(thi))},
+             {output_model(y)}, {});
+    return;
+  }
+  require_quantized({x, y});
+  const Quant xq = quant(x), yq = quant(y);
+  const std::int32_t type_lo = xd == DType::UInt8 ? 0 : -128,
+                     type_hi = xd == DType::UInt8 ? 255 : 127;
+  const std::int32_t q_lo = std::max(
+      type_lo, yq.zero_point + round_to_int(static_cast<double>(std::round(lo / yq.scale))));
+  const std::int32_t q_hi = std::min(
+      type_hi, yq.zero_point + round_to_int(static_cast<double>(std::round(hi / yq.scale))));
+  const auto m = isa::quantize_multiplier(static_cast<double>(xq.scale / yq.scale));
+  const host::LookupTable table = host::build_lookup_table(xd, xd, [&](std::int32_t q) {
+    const std::int32_t v =
+        yq.zero_point + isa::multiply_by_quantized_multiplier(q - xq.zero_point, m);
+    return std::clamp(v, q_lo, q_hi);
+  });
+  map_by_table(x, y, xq, yq, xd, table);
 }
 
 }  // namespace furiosa::compiler::detail::tflite

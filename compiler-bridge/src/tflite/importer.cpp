@@ -57,6 +57,8 @@ enum Builtin : int {
   kFullyConnected = 9,
   kLogistic = 14,
   kMaxPool2d = 17,
+  kReluN1To1 = 20,
+  kRelu6 = 21,
   kMul = 18,
   kReshape = 22,
   kResizeBilinear = 23,
@@ -65,6 +67,8 @@ enum Builtin : int {
   kCustom = 32,
   kPad = 34,
   kGather = 36,
+  kBatchToSpaceNd = 37,
+  kSpaceToBatchNd = 38,
   kTranspose = 39,
   kMean = 40,
   kSub = 41,
@@ -77,28 +81,34 @@ enum Builtin : int {
   kMaximum = 55,
   kArgMax = 56,
   kMinimum = 57,
+  kPadV2 = 60,
+  kSlice = 65,
   kTile = 69,
   kRsqrt = 76,
+  kSum = 74,
   kShape = 77,
   kArgMin = 79,
+  kReduceMax = 82,
   kPack = 83,
   kFill = 94,
   kRange = 96,
   kResizeNearestNeighbor = 97,
   kLeakyRelu = 98,
   kSquaredDifference = 99,
+  kMirrorPad = 100,
   kSplitV = 102,
   kGatherNd = 107,
   kQuantize = 114,
   kHardSwish = 117,
 };
 // clang-format off
-constexpr std::array<int, 43> kSupported = {
+constexpr std::array<int, 52> kSupported = {
     kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
     kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
     kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
     kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
-    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv};
+    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv, kSlice, kPadV2,
+    kMirrorPad, kRelu6, kReluN1To1, kSum, kReduceMax, kSpaceToBatchNd, kBatchToSpaceNd};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
@@ -213,7 +223,12 @@ void Importer::map_operator(const fb::Operator& op) {
     case kSoftmax: return softmax(op);
     case kLogistic: return logistic(op);
     case kConcatenation: return concatenation(op);
-    case kPad: return pad(op);
+    case kPad: return pad(op, false);
+    case kPadV2: return pad(op, true);
+    case kSlice: return slice(op);
+    case kMirrorPad: return mirror_pad(op);
+    case kRelu6: return relu_clamp(op, 0.0f, 6.0f);
+    case kReluN1To1: return relu_clamp(op, -1.0f, 1.0f);
     case kQuantize: return quantize(op);
     case kDequantize: return dequantize(op);
     case kResizeBilinear: return resize(op, true);
@@ -221,6 +236,8 @@ void Importer::map_operator(const fb::Operator& op) {
     case kArgMax: return arg_min_max(op, true);
     case kArgMin: return arg_min_max(op, false);
     case kMean: return mean(op);
+    case kSum: return sum(op);
+    case kReduceMax: return reduce_max(op);
     case kShape: return shape_op(op);
     case kStridedSlice: return strided_slice(op);
     case kPack: return pack(op);
@@ -244,6 +261,8 @@ void Importer::map_operator(const fb::Operator& op) {
     case kSplitV: return split(op, true);
     case kDepthToSpace: return depth_space(op, true);
     case kSpaceToDepth: return depth_space(op, false);
+    case kSpaceToBatchNd: return space_batch(op, true);
+    case kBatchToSpaceNd: return space_batch(op, false);
     case kExp: return exp_op(op);
     case kRsqrt: return rsqrt(op);
     case kCustom:

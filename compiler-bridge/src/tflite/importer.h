@@ -7,13 +7,17 @@
 //   operator_common.cpp arity and type checks, fused activations, windows, fixed-point
 //                       multipliers, lookup-table attributes
 //   conv.cpp            CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
-//   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST
+//   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST, RELU6, RELU_N1_TO_1
 //   arithmetic.cpp      SUB, MUL, DIV, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
 //                       HARD_SWISH, EXP, RSQRT
 //   pooling.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, RESIZE_*, MEAN, ARG_MAX, ARG_MIN
-//   data_movement.cpp   RESHAPE, CONCATENATION, PAD, SHAPE, STRIDED_SLICE, PACK, TILE, GATHER,
+//   data_movement.cpp   RESHAPE, CONCATENATION, PAD, PADV2, SHAPE, STRIDED_SLICE, PACK, TILE,
+//   GATHER,
 //                       FILL, RANGE, TRANSPOSE
-//   rearrange.cpp       GATHER_ND, SPLIT, SPLIT_V, DEPTH_TO_SPACE, SPACE_TO_DEPTH
+//   rearrange.cpp       GATHER_ND, SPLIT, SPLIT_V, DEPTH_TO_SPACE, SPACE_TO_DEPTH,
+//                       SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND
+//   slicing.cpp         SLICE, MIRROR_PAD
+//   reduce.cpp          SUM, REDUCE_MAX
 //   detection.cpp       TFLite_Detection_PostProcess
 // The tables and multipliers are computed by the importer; the device only knows the generic
 // fixed-point rule (isa.h) and 256-entry tables (host/lookup_table.h).
@@ -243,6 +247,9 @@ class Importer {
   void dequantize(const fb::Operator& op);
   /// CAST -> Cast of the stored values.
   void cast(const fb::Operator& op);
+  /// RELU6 (lo 0, hi 6) / RELU_N1_TO_1 (lo -1, hi 1) -> furiosa::Requantize with TFLite's
+  /// requantize-and-clamp as a table (8-bit) or Clip (float32).
+  void relu_clamp(const fb::Operator& op, float lo, float hi);
 
   // ---- two-operand arithmetic and parametric activations (arithmetic.cpp) ----------------------
   /// The inputs a, b and output y of a broadcasting two-operand operator; y's shape checked.
@@ -276,8 +283,9 @@ class Importer {
   void reshape(const fb::Operator& op);
   /// CONCATENATION -> Concat, inputs rescaled by table where their parameters differ.
   void concatenation(const fb::Operator& op);
-  /// PAD -> Concat with constant blocks of the zero point.
-  void pad(const fb::Operator& op);
+  /// PAD / PADV2 (v2: an optional constant_values input) -> Concat with constant blocks of the
+  /// zero point or of PADV2's constant value.
+  void pad(const fb::Operator& op, bool v2);
   /// SHAPE -> a constant.
   void shape_op(const fb::Operator& op);
   /// STRIDED_SLICE -> Slice (+ Reshape).
@@ -302,6 +310,33 @@ class Importer {
   void split(const fb::Operator& op, bool sizes_given);
   /// DEPTH_TO_SPACE (to_space) / SPACE_TO_DEPTH -> Reshape, Transpose, Reshape.
   void depth_space(const fb::Operator& op, bool to_space);
+  /// SPACE_TO_BATCH_ND (to_batch) / BATCH_TO_SPACE_ND with constant block_shape and paddings /
+  /// crops -> (Concat padding,) Reshape, Transpose, Reshape (, Slice cropping).
+  void space_batch(const fb::Operator& op, bool to_batch);
+
+  // ---- slices and mirrored padding (slicing.cpp) ------------------------------------------------
+  /// SLICE with constant begin and size -> Slice.
+  void slice(const fb::Operator& op);
+  /// MIRROR_PAD (REFLECT / SYMMETRIC) with constant paddings -> Gather per padded axis.
+  void mirror_pad(const fb::Operator& op);
+
+  // ---- SUM and REDUCE_MAX (reduce.cpp) ----------------------------------------------------------
+  /// The operands of a reduction with constant axes, checked: y's shape, one type of float32,
+  /// uint8 or int8.
+  struct Reduced {
+    int x = -1, y = -1;
+    bool keep = false;
+    std::vector<std::int64_t> axes;  ///< the reduced dims, ascending, each once
+    Shape shape;                     ///< y's shape
+    std::int64_t count = 1;          ///< input elements per output
+  };
+  Reduced reduced_operands(const fb::Operator& op) const;
+  /// No axes: y is a copy of x (a Reshape); returns whether that was the case.
+  bool reduce_copy(const Reduced& r);
+  /// SUM (uint8, rescaling) -> furiosa::QuantizedMean with TFLite's undivided multiplier (host).
+  void sum(const fb::Operator& op);
+  /// REDUCE_MAX -> ReduceMax of the stored values (host).
+  void reduce_max(const fb::Operator& op);
 
   // ---- detection post-processing (detection.cpp) ------------------------------------------------
   /// A float32 view of a detection input: the tensor itself, or its DequantizeLinear (uint8/int8).

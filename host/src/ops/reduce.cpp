@@ -1,5 +1,6 @@
-// The host operator library (host/cpu_ops.h): ReduceMean, furiosa::QuantizedMean (TFLite's
-// integer MEAN), and the selections along one axis: ArgMax, ArgMin, TopK.
+// The host operator library (host/cpu_ops.h): ReduceMean, ReduceMax, furiosa::QuantizedMean
+// (TFLite's integer MEAN and rescaling SUM), and the selections along one axis: ArgMax, ArgMin,
+// TopK.
 #include "ops_common.h"
 
 #include "furiosa/host/fixed_point.h"
@@ -168,6 +169,49 @@ std::vector<Tensor> run_qmean(const Ctx& c, const OutInfos& o) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ReduceMax: the largest stored value (float32, uint8, int8; TFLite's REDUCE_MAX compares the
+// stored values: its input and output share their quantization)
+// ---------------------------------------------------------------------------------------------
+
+std::string check_reduce_max(const Node& n, const DtypeList& d) {
+  return Checker{n, d, {}}.in(0, "data", kF32 | kQ8).in(1, "axes", kIdx, false).reason;
+}
+OutInfos infer_reduce_max(const Ctx& c) {
+  return {{c.dtype(0, "data"), reduction(c, c.shape(0, "data")).out}};
+}
+std::vector<Tensor> run_reduce_max(const Ctx& c, const OutInfos& o) {
+  const Tensor& tx = c.t(0);
+  const Shape& xs = tx.shape();
+  const Reduction r = reduction(c, xs);
+  Tensor ty(o[0].first, o[0].second);
+  const ReductionWalk walk = reduction_walk(r, xs);
+  const std::vector<std::int64_t>& st = walk.out_strides;
+  visit_dtype(tx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, std::uint8_t> ||
+                  std::is_same_v<T, std::int8_t>) {
+      auto y = ty.as<T>();
+      // From -inf for float32 (ONNX: an empty reduction is -inf; TFLite starts from the lowest
+      // finite value, which differs only when every input is -inf), the type's minimum for 8-bit.
+      const T start = std::is_same_v<T, float> ? -std::numeric_limits<T>::infinity()
+                                               : std::numeric_limits<T>::lowest();
+      std::fill(y.begin(), y.end(), start);
+      const T* x = tx.as<T>().data();
+      strided_rows<1>(xs, {st}, {0},
+                      [&](std::int64_t o2, std::array<std::int64_t, 1> off, std::int64_t len,
+                          std::array<std::int64_t, 1> inner) {
+                        for (std::int64_t j = 0; j < len; ++j) {
+                          T& m = y[static_cast<std::size_t>(off[0] + j * inner[0])];
+                          m = x[o2 + j] > m ? x[o2 + j]
+                                            : m;  // TFLite's reducer: (in > current) ? in : current
+                        }
+                      });
+    }
+  });
+  return {std::move(ty)};
+}
+
+// ---------------------------------------------------------------------------------------------
 // ArgMax, ArgMin, TopK: selections along one axis
 // ---------------------------------------------------------------------------------------------
 
@@ -316,6 +360,7 @@ std::vector<Tensor> run_topk(const Ctx& c, const OutInfos& o) {
 OpRows reduce_ops() {
   OpRows rows;
   rows.onnx.push_back({"ReduceMean", 1, 2, 1, check_reduce_mean, infer_reduce_mean, run_reduce_mean});
+  rows.onnx.push_back({"ReduceMax", 1, 2, 1, check_reduce_max, infer_reduce_max, run_reduce_max});
   rows.onnx.push_back({"ArgMax", 1, 1, 1, check_arg, infer_arg, run_arg<true>});
   rows.onnx.push_back({"ArgMin", 1, 1, 1, check_arg, infer_arg, run_arg<false>});
   rows.onnx.push_back({"TopK", 1, 2, 2, check_topk, infer_topk, run_topk});

@@ -122,6 +122,9 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    tap in row-major window order. AveragePool sums in float32.
 ///  - GlobalAveragePool (float32, any spatial rank), ReduceMean (float32; axes attribute (< 18)
 ///    or input (>= 18), keepdims, noop_with_empty_axes; sums in double).
+///  - ReduceMax (float32, uint8, int8: the stored values compared, as TFLite's REDUCE_MAX; the same
+///    axes and keepdims forms as ReduceMean; float32 starts from -inf, so an empty reduction gives
+///    -inf as ONNX specifies).
 ///  - ArgMax, ArgMin (all five dtypes, int64 output): axis, keepdims, select_last_index; a NaN
 ///    wins over every number (numpy's argmax/argmin).
 ///  - TopK (all five dtypes; K as input (>= 10) or attribute 'k' (< 10); values and int64
