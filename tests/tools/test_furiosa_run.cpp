@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -409,12 +408,12 @@ TEST_CASE("furiosa-run --verbose prints each device kernel's modelled bound and 
   // A shortcut read back by its Add: DRAM-bound, 6.14 MB from DRAM.
   bool add_from_dram = false;
   std::istringstream lines(r.out);
-  for (std::string line;
-       std::getline(lines, line);) {  // (line by line: std::regex recurses per character)
-    add_from_dram =
-        add_from_dram ||
-        std::regex_match(line,
-                         std::regex(" +[0-9]+ LowLevelAdd +[0-9]+ +[0-9]+ dram +6\\.14 +6\\.14"));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string index, kernel, op, cycles, bound, dram, spill;
+    row >> index >> kernel >> op >> cycles >> bound >> dram >> spill;
+    add_from_dram = add_from_dram || (kernel == "LowLevelAdd" && bound == "dram" &&
+                                      dram == "6.14" && spill == "6.14");
   }
   CHECK(add_from_dram);
   // Without --verbose, no table.
