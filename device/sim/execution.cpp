@@ -95,7 +95,7 @@ ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& fil
     kt.bound = bound_name(cost.kernels[k].bound);
     kt.spill_bytes = cost.kernels[k].spill_read_bytes + cost.kernels[k].spill_write_bytes;
     kt.dram_bytes = cost.kernels[k].dram_bytes + kt.spill_bytes;
-    kt.macs = isa::kernel_macs(prog.kernels[k]);
+    kt.macs = cost.kernels[k].macs;  // made at load: isa::kernel_macs of the MAC kernels, 0 otherwise
     kt.bytes = cost.kernels[k].io_bytes;
     kt.start_ns = clock;
     clock += cycles_to_ns(config, kt.cycles);
