@@ -4,16 +4,21 @@
 //
 //   furiosa-trace FILE [--report all|summary|inferences|npu-executions|npu-operators|
 //                                external-operators] [--csv OUT]
-//   furiosa-trace FILE --analyze [--top N] [--order-by time|memory|flops] [--aggregate-by type]
-//                                [--min-time-us US]
-// --analyze ranks the NPU kernels as MegEngine's profile analyzer ranks operators
+//   furiosa-trace analyze FILE [-t/--top N] [--order-by time|cumulative|flops|memory|bandwidth]
+//                              [--aggregate-by none|name|type] [--aggregate sum|mean|max|min|count]
+//                              [--min-time SECONDS] [--type KIND] [--pe N] [--format text|csv|json]
+//   (also spelled furiosa-trace FILE --analyze ...)
+// analyze ranks the NPU kernels as MegEngine's profile_analyze ranks operators
 // (furiosa/profiler/operator_analysis.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "furiosa/profiler/operator_analysis.h"
 #include "furiosa/profiler/report.h"
@@ -25,8 +30,13 @@ struct Analysis {
   bool enabled = false;
   std::size_t top = 10;
   std::string order = "time";
-  std::string aggregate_by = "none";
+  std::string aggregate_by = "name";
+  std::string aggregate = "sum";
+  double min_time_s = 0;
   double min_time_us = 0;
+  std::string type;
+  std::int32_t pe = -1;
+  std::string format = "text";
 };
 
 int run(const std::string& file, const std::string& report, const std::string& csv,
@@ -40,15 +50,19 @@ int run(const std::string& file, const std::string& report, const std::string& c
                trace.dropped_events);
   }
   if (analysis.enabled) {
-    furiosa::profiler::OperatorAnalysisOptions options;
+    namespace fp = furiosa::profiler;
+    fp::OperatorAnalysisOptions options;  // the names were checked by CLI11
     options.top = analysis.top;
-    options.order = *furiosa::profiler::parse_operator_order(analysis.order);  // checked by CLI11
-    options.by_type = analysis.aggregate_by == "type";
-    options.min_mean_us = analysis.min_time_us;
+    options.order = *fp::parse_operator_order(analysis.order);
+    options.grouping = *fp::parse_operator_grouping(analysis.aggregate_by);
+    options.aggregate = *fp::parse_time_aggregate(analysis.aggregate);
+    options.min_time_s = std::max(analysis.min_time_s, analysis.min_time_us * 1e-6);
+    options.type = analysis.type;
+    options.pe = analysis.pe;
     const auto& spans = trace.table.rows();
-    std::cout << furiosa::profiler::format_operator_analysis(
-        furiosa::profiler::analyze_operators(spans, options),
-        furiosa::profiler::total_kernel_ns(spans));
+    std::cout << fp::format_operator_analysis(
+        fp::analyze_operators(spans, options), fp::total_kernel_ns(spans),
+        *fp::parse_analysis_format(analysis.format), options.aggregate);
   } else {
     furiosa::profiler::print_report(std::cout, report, trace.table);
   }
@@ -56,9 +70,17 @@ int run(const std::string& file, const std::string& report, const std::string& c
   return std::cout ? 0 : 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command line; exceptions from run() are reported by main().
+int cli_main(int argc, char** argv) {
+  // "furiosa-trace analyze FILE ..." is "furiosa-trace FILE ... --analyze".
+  std::vector<char*> args(argv, argv + argc);
+  static char analyze_flag[] = "--analyze";
+  if (args.size() > 1 && std::string(args[1]) == "analyze") {
+    args.erase(args.begin() + 1);
+    args.push_back(analyze_flag);
+  }
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   CLI::App app{"Prints the reports of a furiosa trace (Chrome trace JSON or CSV record table)",
                "furiosa-trace"};
   std::string file;
@@ -77,24 +99,45 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv, "Also write the record table of the trace as CSV to OUT");
   Analysis analysis;
   app.add_flag("--analyze", analysis.enabled,
-               "Rank the NPU kernels (device self time, MACs, FLOP/s, memory, bandwidth, DRAM "
-               "traffic, bound) "
-               "instead of printing the reports");
-  app.add_option("--top", analysis.top, "--analyze: rows to print (0: all)")->capture_default_str();
+               "Rank the NPU kernels (device self time, FLOPs, FLOP/s, memory, bandwidth, DRAM "
+               "traffic, bound, shapes) instead of printing the reports; also spelled "
+               "'furiosa-trace analyze FILE'");
+  app.add_option("-t,--top", analysis.top, "analyze: rows to print (0: all)")
+      ->capture_default_str();
   app.add_option("--order-by", analysis.order,
-                 "--analyze: rank by total time, memory per call or FLOP/s")
-      ->check(CLI::IsMember({"time", "memory", "flops"}))
+                 "analyze: rank by the aggregated time, the total time, FLOP/s, memory per call "
+                 "or bandwidth")
+      ->check(CLI::IsMember({"time", "cumulative", "flops", "memory", "bandwidth"}))
       ->capture_default_str();
   app.add_option("--aggregate-by", analysis.aggregate_by,
-                 "--analyze: one row per kernel, or per kernel type")
-      ->check(CLI::IsMember({"none", "type"}))
+                 "analyze: one row per kernel call, per kernel of a program, or per kernel type")
+      ->check(CLI::IsMember({"none", "name", "type"}))
       ->capture_default_str();
-  app.add_option("--min-time-us", analysis.min_time_us,
-                 "--analyze: leave out rows whose mean time per call is below")
+  app.add_option("--aggregate", analysis.aggregate,
+                 "analyze: how a row's time is reduced over its calls")
+      ->check(CLI::IsMember({"sum", "mean", "max", "min", "count"}))
+      ->capture_default_str();
+  app.add_option("--min-time", analysis.min_time_s,
+                 "analyze: leave out rows whose mean time per call is below this many seconds")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-time-us", analysis.min_time_us, "analyze: --min-time in microseconds")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--type", analysis.type,
+                 "analyze: only kernels of this type (LowLevelConv2d, or Conv2d)");
+  app.add_option("--pe", analysis.pe, "analyze: only kernels on the device whose first PE is N")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--format", analysis.format, "analyze: text table, CSV or JSON")
+      ->check(CLI::IsMember({"text", "csv", "json"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  return run(file, report, csv, analysis);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   try {
-    return run(file, report, csv, analysis);
+    return cli_main(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "furiosa-trace: error: {}\n", e.what());
     return 1;

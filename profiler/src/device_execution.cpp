@@ -47,6 +47,8 @@ void for_each_span(const DeviceExecution& e, const SpanContext& parent, std::uin
                       {"macs", std::to_string(k.macs)},
                       {"bytes", std::to_string(k.bytes)}};
     }
+    if (!k.in_shapes.empty()) r.attributes.emplace_back("in_shapes", std::string(k.in_shapes));
+    if (!k.out_shapes.empty()) r.attributes.emplace_back("out_shapes", std::string(k.out_shapes));
     emit(std::move(r));
   }
   emit(npu("Store", e.store_start_ns, e.store_end_ns, parent.span_id));

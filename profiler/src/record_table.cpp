@@ -16,10 +16,13 @@
 #include <fmt/format.h>
 
 #include "furiosa/core/error.h"
+#include "csv_field.h"
 #include "output_file.h"
 
 namespace furiosa::profiler {
 namespace {
+
+using detail::append_csv_field;
 
 /// Index of `column` in kRecordColumns, or kRecordColumns.size() when unknown.
 std::size_t column_index(std::string_view column) noexcept {
@@ -52,20 +55,6 @@ std::string cell_of(const SpanRecord& r, std::size_t column) {
     case 13: return fmt::format("{}", r.dur_ns());
     default: throw std::out_of_range("record table: no such column");
   }
-}
-
-/// `field` as one CSV field (RFC 4180 quoting when needed).
-void append_csv_field(std::string& line, std::string_view field) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
-    line += field;
-    return;
-  }
-  line += '"';
-  for (const char c : field) {
-    if (c == '"') line += '"';
-    line += c;
-  }
-  line += '"';
 }
 
 /// Reads CSV records one at a time (quoted fields may hold commas, quotes and line breaks).

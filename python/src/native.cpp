@@ -25,6 +25,7 @@
 #include "furiosa/profiler/report.h"
 #include "furiosa/runtime/queue.h"
 #include "furiosa/runtime/runner.h"
+#include "native_trace.h"
 
 namespace py = pybind11;
 
@@ -398,6 +399,9 @@ class NativeProfiler {
     return profiler::format_report(*kind, profiler_->records());
   }
   std::size_t span_count() const { return profiler_->records().size(); }
+  py::dict report_columns(const std::string& name) const {
+    return furiosa::python::report_columns(name, profiler_->records());
+  }
 
  private:
   std::shared_ptr<profiler::Profiler> profiler_;
@@ -480,5 +484,8 @@ PYBIND11_MODULE(_native, m) {
       .def("write_chrome_trace", &NativeProfiler::write_chrome_trace)
       .def("record_table_csv", &NativeProfiler::record_table_csv)
       .def("report", &NativeProfiler::report)
+      .def("report_columns", &NativeProfiler::report_columns)
       .def("span_count", &NativeProfiler::span_count);
+
+  furiosa::python::bind_trace_functions(m);
 }

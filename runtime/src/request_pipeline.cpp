@@ -107,6 +107,9 @@ RequestPipeline::RequestPipeline(const program::CompiledModel& model, DevicePool
   for (const program::Step& step : model_.steps) {
     host_operator_index_.push_back(step.kind == program::Step::Kind::Cpu ? host_ops++ : -1);
   }
+  kernel_shapes_.reserve(model_.npu_calls.size());
+  for (const program::NpuCall& call : model_.npu_calls)
+    kernel_shapes_.push_back(kernel_shapes_of(*call.program));
   admission_->max_active = static_cast<std::size_t>(worker_num) + 2 * device_count;
   admission_->pipeline = this;
 }
@@ -262,7 +265,12 @@ void RequestPipeline::device_stage(std::shared_ptr<Request> req) {
   std::exception_ptr error = out.error;
   if (!error && req->traced) {
     try {
-      profiler::record_device_execution(*req->profiler, device_execution_of(out.fence->timing(), *out.file),
+      const int npu = model_.steps[req->next_step].npu;
+      const auto* shapes = npu >= 0 && static_cast<std::size_t>(npu) < kernel_shapes_.size()
+                               ? &kernel_shapes_[static_cast<std::size_t>(npu)]
+                               : nullptr;
+      profiler::record_device_execution(*req->profiler,
+                                        device_execution_of(out.fence->timing(), *out.file, shapes),
                                         req->context(), req->flow_id);
     } catch (...) {
       error = std::current_exception();

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,17 @@
 namespace furiosa::runtime::detail {
 
 struct Admission;
+
+/// The input and output shapes of one kernel as its span shows them ("[1,32,112,112]", several
+/// joined by ",").
+struct KernelShapes {
+  std::string inputs;
+  std::string outputs;
+};
+
+/// KernelShapes of every kernel of `program`, in program order (made once per program, at
+/// session creation). Defined in session.cpp, beside device_execution_of().
+std::vector<KernelShapes> kernel_shapes_of(const isa::Program& program);
 
 /// What an InferRequest handle shares with the pipeline: the cancel flag, the outcome and the
 /// "done" signal. Thread-safe.
@@ -131,6 +143,8 @@ class RequestPipeline {
   /// execution order (0..N-1: Quantize, Lower, fallback operators, Unlower, Dequantize, as
   /// FuriosaAI's profiler numbers them in operator_index); -1 for an NPU step.
   std::vector<std::int32_t> host_operator_index_;
+  /// Per NPU call of model_.npu_calls: the kernels' shapes for their spans.
+  std::vector<std::vector<KernelShapes>> kernel_shapes_;
   std::atomic<std::uint64_t> host_operator_ns_{0};
   std::shared_ptr<Admission> admission_;
   /// The workers (worker_num threads).

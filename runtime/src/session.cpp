@@ -8,6 +8,7 @@
 #include "session.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -33,7 +34,24 @@ std::string format_of(const Shape& s) {
 
 }  // namespace
 
-profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t, const device::DeviceFile& file) {
+std::vector<KernelShapes> kernel_shapes_of(const isa::Program& program) {
+  const auto join = [](const std::vector<isa::TensorRef>& refs) {
+    std::string out;
+    for (const auto& ref : refs) {
+      if (!out.empty()) out += ',';
+      out += fmt::format("[{}]", fmt::join(ref.shape, ","));
+    }
+    return out;
+  };
+  std::vector<KernelShapes> out;
+  out.reserve(program.kernels.size());
+  for (const auto& k : program.kernels) out.push_back({join(k.inputs), join(k.outputs)});
+  return out;
+}
+
+profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t,
+                                              const device::DeviceFile& file,
+                                              const std::vector<KernelShapes>* shapes) {
   profiler::DeviceExecution e;
   e.card = file.card;
   e.pe_index = file.first_pe;
@@ -52,6 +70,11 @@ profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t, 
                          static_cast<std::int64_t>(k.dram_bytes),
                          static_cast<std::int64_t>(k.spill_bytes),
                          static_cast<std::int64_t>(k.macs), static_cast<std::int64_t>(k.bytes)});
+    const auto i = static_cast<std::size_t>(k.instruction_index);
+    if (shapes != nullptr && k.instruction_index >= 0 && i < shapes->size()) {
+      e.kernels.back().in_shapes = (*shapes)[i].inputs;
+      e.kernels.back().out_shapes = (*shapes)[i].outputs;
+    }
   }
   for (const auto& b : t.backend_spans) e.backend_intervals.push_back({b.name, b.start_ns, b.end_ns});
   return e;

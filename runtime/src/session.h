@@ -23,8 +23,11 @@ namespace furiosa::runtime::detail {
 using SessionConfig = SessionOptions;
 
 /// The profiler's description of one execution on `file` from the device's timing (the names
-/// it holds borrow from `t` and the kernel-name table: use it while `t` lives).
-profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t, const device::DeviceFile& file);
+/// it holds borrow from `t`, the kernel-name table and `shapes`: use it while they live).
+/// `shapes`, when given, are kernel_shapes_of() the executed program (one per kernel of `t`).
+profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t,
+                                              const device::DeviceFile& file,
+                                              const std::vector<KernelShapes>* shapes = nullptr);
 
 /// The model description (inputs, outputs, formats) of a compiled model.
 Model model_of(const program::CompiledModel& compiled);

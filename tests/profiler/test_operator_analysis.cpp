@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "furiosa/profiler/operator_analysis.h"
 #include "furiosa/profiler/profiler.h"
 #include "furiosa/profiler/trace_reader.h"
@@ -64,6 +66,8 @@ std::vector<SpanRecord> two_executions() {
     spans.push_back(
         kernel("LowLevelAdd", 3, 2, t + 1'250'000, 100'000, 0, 12'000'000, 4'000'000, "dram"));
   }
+  spans[0].attributes.emplace_back("in_shapes", "[1,3,224,224]");
+  spans[0].attributes.emplace_back("out_shapes", "[1,32,112,112]");
   SpanRecord host;
   host.name = "Quantize";
   host.start_ns = 0;
@@ -95,7 +99,7 @@ TEST_CASE("operator analysis ranks kernels by time, memory and FLOP/s", "[profil
   const auto by_memory = analyze_operators(spans, memory);
   CHECK(by_memory[0].operator_index == 1);    // 20 MB per call
   CHECK(by_memory[1].name == "LowLevelAdd");  // 12 MB per call
-  memory.min_mean_us = 200;                   // the Add's 100 us per call is left out
+  memory.min_time_s = 200e-6;                 // the Add's 100 us per call is left out
   const auto slow_by_memory = analyze_operators(spans, memory);
   REQUIRE(slow_by_memory.size() == 2);
   CHECK(slow_by_memory[1].operator_index == 2);
@@ -108,7 +112,7 @@ TEST_CASE("operator analysis ranks kernels by time, memory and FLOP/s", "[profil
   CHECK(by_flops[0].operator_index == 1);  // 8 TFLOP/s against 4 TFLOP/s
 
   OperatorAnalysisOptions types;
-  types.by_type = true;
+  types.grouping = OperatorGrouping::Type;
   const auto by_type = analyze_operators(spans, types);
   REQUIRE(by_type.size() == 2);
   CHECK(by_type[0].name == "LowLevelConv2d");
@@ -124,6 +128,78 @@ TEST_CASE("operator analysis ranks kernels by time, memory and FLOP/s", "[profil
   CHECK_THAT(format_operator_analysis({}, 0), Catch::Contains("no NPU kernel spans"));
   CHECK(parse_operator_order("memory") == OperatorOrder::Memory);
   CHECK_FALSE(parse_operator_order("bogus").has_value());
+}
+
+TEST_CASE("operator analysis aggregates, filters and writes CSV and JSON", "[profiler][analysis]") {
+  auto spans = two_executions();
+  spans[3].pe_index = 1;  // the second execution's first conv ran on PE 1
+  spans[3].end_ns = spans[3].start_ns + 3'000'000;
+  spans[5].end_ns = spans[5].start_ns + 400'000;  // all kernels: 5 ms
+
+  OperatorAnalysisOptions max;
+  max.aggregate = TimeAggregate::Max;
+  max.top = 1;
+  const auto longest = analyze_operators(spans, max);
+  REQUIRE(longest.size() == 1);
+  CHECK(longest[0].time(TimeAggregate::Max) == 3'000'000);
+  CHECK(longest[0].min_ns == 1'000'000);
+  CHECK(longest[0].pe_index == -1);  // its calls ran on two PEs
+  CHECK(longest[0].in_shapes == "[1,3,224,224]");
+
+  OperatorAnalysisOptions count;
+  count.grouping = OperatorGrouping::Type;
+  count.aggregate = TimeAggregate::Count;
+  const auto by_count = analyze_operators(spans, count);
+  REQUIRE(by_count.size() == 2);
+  CHECK(by_count[0].name == "LowLevelConv2d");
+  CHECK(by_count[0].time(TimeAggregate::Count) == 4);
+
+  OperatorAnalysisOptions calls;
+  calls.grouping = OperatorGrouping::None;
+  calls.top = 0;
+  calls.type = "Conv2d";  // without the LowLevel prefix
+  calls.pe = 0;
+  const auto conv_calls = analyze_operators(spans, calls);
+  REQUIRE(conv_calls.size() == 3);  // 2 + 2 conv calls, one of them on PE 1
+  for (const auto& r : conv_calls) CHECK(r.calls == 1);
+  CHECK(conv_calls[0].self_ns == 1'000'000);
+  calls.type = "LowLevelAdd";
+  CHECK(analyze_operators(spans, calls).size() == 2);
+
+  OperatorAnalysisOptions bandwidth;
+  bandwidth.order = OperatorOrder::Bandwidth;
+  const auto by_bandwidth = analyze_operators(spans, bandwidth);
+  CHECK(by_bandwidth[0].name == "LowLevelAdd");  // 12 MB in 0.1 ms
+
+  OperatorAnalysisOptions options;
+  options.top = 2;
+  const auto rows = analyze_operators(spans, options);
+  const std::int64_t total = total_kernel_ns(spans);
+  CHECK(format_operator_analysis(rows, total, AnalysisFormat::Csv) ==
+        "rank,name,operator_index,instruction_index,pe_index,calls,time_ns,total_ns,mean_ns,"
+        "min_ns,max_ns,share,cumulative_ns,cumulative_share,flops,flops_per_s,bytes,bytes_per_s,"
+        "dram_bytes,spill_bytes,bound,in_shapes,out_shapes\n"
+        "1,LowLevelConv2d,1,0,-1,2,4000000.0,4000000,2000000.0,1000000,3000000,0.8,4000000.0,0.8,"
+        "8000000000.0,4000000000000.0,20000000.0,10000000000.0,0.0,0.0,compute,\"[1,3,224,224]\","
+        "\"[1,32,112,112]\"\n"
+        "2,LowLevelAdd,3,2,0,2,500000.0,500000,250000.0,100000,400000,0.1,4500000.0,0.9,0.0,0.0,"
+        "12000000.0,48000000000.0,4000000.0,4000000.0,dram,,\n");  // ties keep name order
+  const auto json =
+      nlohmann::json::parse(format_operator_analysis(rows, total, AnalysisFormat::Json));
+  REQUIRE(json.size() == 2);
+  CHECK(json[0]["name"] == "LowLevelConv2d");
+  CHECK(json[0]["max_ns"] == 3'000'000);
+  CHECK(json[1]["cumulative_share"].get<double>() == Approx(0.9));
+  CHECK(format_operator_analysis({}, 0, AnalysisFormat::Csv).find('\n') ==
+        format_operator_analysis({}, 0, AnalysisFormat::Csv).size() - 1);  // the header alone
+  const std::string text =
+      format_operator_analysis(rows, total, AnalysisFormat::Text, TimeAggregate::Mean);
+  CHECK_THAT(text, Catch::Contains("mean us"));
+  CHECK_THAT(text, Catch::Contains("[1,3,224,224] -> [1,32,112,112]"));
+  CHECK(parse_operator_grouping("type") == OperatorGrouping::Type);
+  CHECK(parse_time_aggregate("count") == TimeAggregate::Count);
+  CHECK(parse_analysis_format("json") == AnalysisFormat::Json);
+  CHECK_FALSE(parse_time_aggregate("median").has_value());
 }
 
 TEST_CASE("kernel span attributes survive a written Chrome trace", "[profiler][analysis][reader]") {

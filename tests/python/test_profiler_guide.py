@@ -30,7 +30,7 @@ def test_chrome_trace_example(mnist_tflite, tmp_path, capsys):
     assert names.count("Inference") == 4
     assert any(e.get("cat") == "NPU" for e in spans), "no NPU spans in the trace"
 
-    # The report functions print the C++ reports.
+    # The report functions print the reports (DataFrames, as the guide shows them).
     profiler.print_summary()
     profiler.print_inferences()
     profiler.print_npu_executions()

@@ -19,6 +19,7 @@ C++ profiler (docs/profiler.md); the DataFrame has the record table's columns.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import io
 import os
@@ -154,29 +155,51 @@ class profile:
     def _print(self, report: str) -> None:
         print(self._native.report(report), end="")
 
+    def _print_table(self, report: str, index: Optional[str] = None) -> None:
+        """Prints report ``report`` as a pandas DataFrame, as FuriosaAI's profiler prints it; the
+        C++ text report when pandas is missing or there is no row."""
+        try:
+            import pandas as pd
+        except ImportError:
+            self._print(report)
+            return
+        df = pd.DataFrame(self._native.report_columns(report))
+        if df.empty:
+            self._print(report)
+            return
+        print((df.set_index(index) if index else df).to_string())
+
     def print_summary(self) -> None:
         """Inference count and latency percentiles (the SDK's summary)."""
         self._print("summary")
 
     def print_inferences(self) -> None:
-        """One row per inference: trace id, span id, thread, duration."""
-        self._print("inferences")
+        """A DataFrame with one row per inference: trace_id, span_id, thread.id, dur (ns)."""
+        self._print_table("inferences")
 
     def print_npu_executions(self) -> None:
-        """One row per NPU execution: NPU Total, NPU Run, NPU IoWait."""
-        self._print("npu-executions")
+        """A DataFrame with one row per NPU execution: trace_id, span_id, pe_index,
+        execution_index, NPU Total, NPU Run, NPU IoWait (ns)."""
+        self._print_table("npu-executions")
 
     def print_npu_inference(self) -> None:
         """Same as print_npu_executions (the SDK's older name)."""
         self.print_npu_executions()
 
     def print_npu_operators(self) -> None:
-        """NPU operators by average time and count."""
-        self._print("npu-operators")
+        """A DataFrame indexed by NPU operator name: average elapsed(ns) and count, slowest
+        first."""
+        self._print_table("npu-operators", index="name")
 
     def print_external_operators(self) -> None:
-        """Host (external) operators by trace, span, thread and time."""
-        self._print("external-operators")
+        """A DataFrame with one row per host (external) operator execution: trace_id, span_id,
+        thread.id, name, operator_index, dur (ns)."""
+        self._print_table("external-operators")
+
+    def analyze(self, **options):
+        """analyze_trace() over the spans recorded so far (same options)."""
+        with _trace_file(self) as path:
+            return analyze_trace(path, **options)
 
 
 class _Paused:
@@ -193,4 +216,59 @@ class _Paused:
         self._owner.resume()
 
 
-__all__ = ["profile", "RecordFormat", "Resource"]
+@contextlib.contextmanager
+def _trace_file(trace: Any):
+    """The path of a trace file: ``trace`` itself (a path), or a profile's spans written as a
+    Chrome trace into a temporary directory removed afterwards."""
+    if isinstance(trace, profile):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            trace._native.write_chrome_trace(path)
+            yield path
+        return
+    if not isinstance(trace, (str, os.PathLike)):
+        raise InvalidArgument(f"expected a trace file path or a profile, got {type(trace).__name__}")
+    yield os.fspath(trace)
+
+
+def read_trace(trace: Any):
+    """The spans of a trace file (Chrome trace JSON or CSV record table, as the profiler and
+    furiosa-trace write them) or of a profile, as the DataFrame of get_pandas_dataframe()."""
+    import pandas as pd
+
+    with _trace_file(trace) as path:
+        text = _native.trace_record_table_csv(path)
+    return pd.read_csv(io.StringIO(text), dtype=_COLUMN_DTYPES, keep_default_na=False,
+                       na_values={c: [""] for c, t in _COLUMN_DTYPES.items() if t == "Int64"})
+
+
+def analyze_trace(trace: Any, top: int = 10, order_by: str = "time", aggregate_by: str = "name",
+                  aggregate: str = "sum", min_time: float = 0.0, type: Optional[str] = None,
+                  pe: Optional[int] = None):
+    """The operator analysis of ``furiosa-trace analyze`` (MegEngine's profile_analyze) as a
+    pandas DataFrame, one row per NPU kernel (aggregate_by="name"), kernel call ("none") or
+    kernel type ("type"), ranked by order_by ("time", "cumulative", "flops", "memory",
+    "bandwidth"), time reduced by aggregate ("sum", "mean", "max", "min", "count"), rows with a
+    mean time per call under min_time seconds left out, only kernels of ``type``
+    ("LowLevelConv2d" or "Conv2d") and on PE ``pe`` when given, ``top`` rows (0: all).
+
+    Columns (docs/profiler.md): rank, name, operator_index, instruction_index, pe_index, calls,
+    time_ns, total_ns, mean_ns, min_ns, max_ns, share, cumulative_ns, cumulative_share, flops,
+    flops_per_s, bytes, bytes_per_s, dram_bytes, spill_bytes, bound, in_shapes, out_shapes
+    (flops, bytes, dram_bytes and spill_bytes per call). ``trace`` is a trace file path or a
+    profile. Raises InvalidArgument for an unknown option value.
+    """
+    import pandas as pd
+
+    with _trace_file(trace) as path:
+        text = _native.analyze_trace(path, top, order_by, aggregate_by, aggregate, float(min_time),
+                                     type or "", -1 if pe is None else int(pe))
+    return pd.read_csv(io.StringIO(text), dtype={"bound": "string", "in_shapes": "string",
+                                                 "out_shapes": "string", "name": "string"},
+                       keep_default_na=False)
+
+
+from ._plots import plot_roofline, plot_timeline, plot_top  # noqa: E402  (they use read_trace)
+
+__all__ = ["profile", "RecordFormat", "Resource", "read_trace", "analyze_trace", "plot_timeline",
+           "plot_roofline", "plot_top"]

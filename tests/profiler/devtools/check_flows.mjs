@@ -2,7 +2,10 @@
 // the DevTools frontend's models/trace) and checks the Enqueue -> Execution flow arrows as DevTools
 // binds them (handlers/FlowsHandler: a flow phase binds to the slice with the same ts, pid, tid and
 // cat): every flow start of the trace must give one DevTools flow of exactly two events, an
-// Enqueue on the host process (pid 1) and an Execution on an NPU process (pid >= 100).
+// Enqueue on the host process (pid 1) and an Execution on an NPU process (pid >= 100). And no
+// slice may be dropped: every complete ("X") event of the trace must be a node of the call trees
+// DevTools' Renderer handler builds per track (entryToNode; a slice that does not nest inside
+// the slices of its track is left out of the tree, so the flame chart does not draw it).
 // Usage: NODE_PATH=DIR/node_modules node check_flows.mjs TRACE.json   (exit 1 with the reason)
 import fs from 'node:fs';
 import path from 'node:path';
@@ -38,4 +41,8 @@ for (const flow of flows) {
     fail(`a flow is not Enqueue (host) -> Execution (NPU): ${names}`);
   }
 }
-console.log(`check_flows: DevTools binds all ${flows.length} Enqueue -> Execution flows of ${trace}`);
+const slices = events.filter(e => e.ph === 'X').length;
+const drawn = [...(parsed.data ?? parsed).Renderer.entryToNode.keys()].filter(e => e.ph === 'X').length;
+if (drawn !== slices) fail(`DevTools placed ${drawn} of the trace's ${slices} slices in its track trees`);
+console.log(`check_flows: DevTools binds all ${flows.length} Enqueue -> Execution flows and places ` +
+            `all ${slices} slices of ${trace}`);
