@@ -106,11 +106,12 @@ def plot_timeline(trace: Any, file: Any, title: Optional[str] = None):
     return fig
 
 
-def plot_roofline(trace: Any, file: Any, pes: int = 1, title: Optional[str] = None):
+def plot_roofline(trace: Any, file: Any, pes: int = 2, title: Optional[str] = None):
     """Each NPU kernel (analyze_trace, one point per kernel of a program) at its arithmetic
     intensity (FLOPs per byte of its inputs, outputs and weights, which the kernel streams
-    through SRAM) and achieved FLOP/s, under the roofs of a Warboy device of ``pes`` PEs (1, or
-    2 for a fused PE) as the timing model has them: peak compute ``pes`` x 32 TOPS with SRAM
+    through SRAM) and achieved FLOP/s, under the roofs of a Warboy device of ``pes`` PEs as the
+    timing model has them (2, the default, for a fused PE such as the runtime's default device
+    ``warboy(2)*1``; 1 for ``warboy(1)*N``; a trace does not record it): peak compute ``pes`` x 32 TOPS with SRAM
     bandwidth ``pes`` x 256 GB/s (solid), and DRAM bandwidth ``pes`` / 2 x 66 GB/s (dashed; it
     binds kernels whose weights or activations stream from DRAM, whose DRAM bytes analyze_trace
     lists). Log-log axes; points coloured by kernel type. Kernels without MACs (data
