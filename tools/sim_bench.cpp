@@ -311,6 +311,7 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
   fmt::print("\n== {}\n", fs::path(path).filename().string());
   device::SimConfig config;
   config.pacing = false;
+  config.kernel_stats = true;  // per-kind host time, read from the device's counters below
   auto driver = device::create_sim_driver(config);
   auto runner0 = runtime::create_runner(path, runner_options(*driver, "npu0pe0"));
   const auto inputs = tools::random_inputs(runner0->model(), 42);
@@ -327,15 +328,33 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
              opt.iterations, median(lat), percentile(lat, 100), percentile(lat, 900));
   compare_levels(*runner0, inputs, compared_levels(opt), opt.isa_rounds);
 
-  // Kernel statistics.
-  device::sim::reset_kernel_stats();
-  device::sim::set_kernel_stats_enabled(true);
+  // Kernel statistics: the device's per-kind counters (SimConfig::kernel_stats) over the runs.
+  const auto kind_counters = [&] {
+    std::array<device::sim::KernelKindStats, device::sim::kKernelKindCount> out{};
+    const auto health = runner0->device_health();
+    if (health.empty()) return out;
+    const auto& counters = health.front().counters.backend_counters;
+    const auto get = [&](std::string_view name, std::string_view what) -> std::uint64_t {
+      const auto it = counters.find(fmt::format("sim.kernels.{}.{}", name, what));
+      return it == counters.end() ? 0 : static_cast<std::uint64_t>(it->second);
+    };
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      const std::string_view name = isa::kernel_name(static_cast<isa::KernelKind>(k));
+      out[k] = {get(name, "calls"), get(name, "host_ns"), get(name, "macs")};
+    }
+    return out;
+  };
+  const auto before = kind_counters();
   const int stat_runs = std::max(opt.iterations / 2, 1);
   const auto stat_start = Clock::now();
   for (int i = 0; i < stat_runs; ++i) runner0->run(inputs);
   const double stat_ms = seconds_since(stat_start) * 1e3 / stat_runs;
-  device::sim::set_kernel_stats_enabled(false);
-  const auto stats = device::sim::kernel_stats();
+  auto stats = kind_counters();
+  for (std::size_t k = 0; k < stats.size(); ++k) {
+    stats[k].calls -= before[k].calls;
+    stats[k].ns -= before[k].ns;
+    stats[k].macs -= before[k].macs;
+  }
   double kernel_ms = 0;
   for (const auto& s : stats) kernel_ms += static_cast<double>(s.ns) / 1e6 / stat_runs;
   fmt::print("per inference: {:.3f} ms, of which kernels {:.3f} ms, rest (host ops, runtime) "

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -153,8 +154,23 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
         if (!src.empty())
           std::memcpy(region.data() + prog.inputs[i].address, src.data(), src.size());
       }
-      for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
-        run_kernel_of(name, prog.kernels[k], k, region, nth, task.program->prepared());
+      if (config.kernel_stats) {  // SimConfig::kernel_stats: host time per kernel kind
+        std::array<KernelKindStats, kKernelKindCount> stats{};
+        const ProgramCost& cost = task.program->cost();
+        for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
+          const std::int64_t start = steady_now_ns();
+          run_kernel_of(name, prog.kernels[k], k, region, nth, task.program->prepared());
+          const auto kind = static_cast<std::size_t>(prog.kernels[k].kind);
+          if (kind >= stats.size()) continue;
+          stats[kind].calls += 1;
+          stats[kind].ns += static_cast<std::uint64_t>(steady_now_ns() - start);
+          stats[kind].macs += k < cost.kernels.size() ? cost.kernels[k].macs : 0;
+        }
+        counters.add_kernel_stats(stats);
+      } else {
+        for (std::size_t k = 0; k < prog.kernels.size(); ++k) {  // Execution
+          run_kernel_of(name, prog.kernels[k], k, region, nth, task.program->prepared());
+        }
       }
       for (std::size_t i = 0; i < prog.outputs.size(); ++i) {  // Store
         const std::span<std::byte> dst = task.outputs[i];

@@ -69,24 +69,15 @@ bool set_fast_kernels_level(SimIsa isa) noexcept;
 /// True when the fast kernels are enabled and the level in use is above portable.
 bool fast_kernels_active() noexcept;
 
-/// Cumulative statistics of one kernel kind (see set_kernel_stats_enabled).
+/// Statistics of one kernel kind over some executions (SimConfig::kernel_stats).
 struct KernelKindStats {
   std::uint64_t calls = 0;
-  std::uint64_t ns = 0;    ///< wall time spent in run_kernel
+  std::uint64_t ns = 0;    ///< host time spent in run_kernel
   std::uint64_t macs = 0;  ///< isa::kernel_macs of the kernels run
 };
 
-/// Number of isa::KernelKind values (indices of kernel_stats()).
+/// Number of isa::KernelKind values (indices of a per-kind array of KernelKindStats).
 inline constexpr std::size_t kKernelKindCount =
     static_cast<std::size_t>(isa::KernelKind::Sub) + 1;
-
-/// Benchmark hook (sim-bench): while enabled, every run_kernel adds its wall time and MACs to
-/// process-wide per-kind counters (relaxed atomics; off by default, costing one atomic load per
-/// kernel then). Not for tests: timings are noisy.
-void set_kernel_stats_enabled(bool enabled) noexcept;
-/// The counters accumulated since the last reset_kernel_stats(), indexed by KernelKind.
-std::array<KernelKindStats, kKernelKindCount> kernel_stats() noexcept;
-/// Zeroes the counters.
-void reset_kernel_stats() noexcept;
 
 }  // namespace furiosa::device::sim

@@ -63,6 +63,21 @@ void SimCounters::add_execution(const ExecutionTiming& timing, bool succeeded,
   }
 }
 
+void SimCounters::add_kernel_stats(const std::array<KernelKindStats, kKernelKindCount>& stats) {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    if (stats[i].calls == 0) continue;
+    const std::string_view name = isa::kernel_name(static_cast<isa::KernelKind>(i));
+    const auto add = [&](std::string_view what, std::uint64_t value) {
+      counters_.backend_counters[fmt::format("sim.kernels.{}.{}", name, what)] +=
+          static_cast<std::int64_t>(value);
+    };
+    add("calls", stats[i].calls);
+    add("host_ns", stats[i].ns);
+    add("macs", stats[i].macs);
+  }
+}
+
 DeviceCounters SimCounters::snapshot() const {
   std::lock_guard lock(mu_);
   return counters_;

@@ -3,7 +3,8 @@
 // Every figure here belongs to one open device (one SimDevice, so one instance per device file
 // opened from one driver); nothing is process-wide, so two drivers in one process, or two opens
 // of the same file one after the other, count separately. The names are the public ones
-// (DeviceCounters, docs/devices.md): `sim.faults.<kind>`, `sim.overruns`, `sim.overrun_ns` in
+// (DeviceCounters, docs/devices.md): `sim.faults.<kind>`, `sim.overruns`, `sim.overrun_ns` and,
+// with SimConfig::kernel_stats, `sim.kernels.<kernel name>.{calls,host_ns,macs}` in
 // DeviceCounters::backend_counters; `sim.host_compute_ns` and `sim.overrun_ns` per execution in
 // ExecutionTiming::backend_counters.
 //
@@ -12,11 +13,13 @@
 // or reset, and at most every kPublishPeriodNs as executions complete.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <mutex>
 
 #include "furiosa/device/device.h"
 #include "furiosa/device/sim.h"
+#include "kernels.h"
 #include "pe_locks.h"
 
 namespace furiosa::device::sim {
@@ -46,6 +49,10 @@ class SimCounters {
   /// `overrun_ns` past the modelled Store end (0 when none); published when the last
   /// publication is kPublishPeriodNs old.
   void add_execution(const ExecutionTiming& timing, bool succeeded, std::int64_t overrun_ns);
+
+  /// Per-kind kernel figures of one execution (SimConfig::kernel_stats), added to
+  /// `sim.kernels.<kernel name>.calls`, `.host_ns` and `.macs`; kinds with no call are skipped.
+  void add_kernel_stats(const std::array<KernelKindStats, kKernelKindCount>& stats);
 
   /// A copy of the counters now.
   DeviceCounters snapshot() const;

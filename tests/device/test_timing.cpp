@@ -3,7 +3,9 @@
 // per-execution figures, timing-only mode and host-side concurrency of one device.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "device_test_util.h"
 #include "timing.h"
@@ -193,6 +195,32 @@ TEST_CASE("Timing mode models the same time without computing the kernels", "[de
   // The output buffer is untouched; the functional run did write a result there.
   CHECK(std::all_of(out.begin(), out.end(), [](std::byte b) { return b == std::byte{0x5A}; }));
   CHECK(computed[0] != out);
+}
+
+TEST_CASE("Kernel statistics are counted per device, only when asked for", "[device][sim][counters]") {
+  SimConfig config = fast_config();
+  const auto p = conv_program(64, 64, 28, 28, 3);
+  const auto input = lower(random_8bit(64 * 28 * 28, DType::UInt8, 4), p.x_shape, DType::UInt8);
+  const std::string conv = std::string("sim.kernels.") + std::string(isa::kernel_name(p.program->kernels[0].kind));
+  {
+    auto off = open_sim(config);
+    run_program(*off.device, p.program, {input});
+    CHECK(off.device->counters().backend_counters.count(conv + ".calls") == 0);
+  }
+  config.kernel_stats = true;
+  // Two devices of one driver: each counts its own executions (nothing is process-wide).
+  SimSession s = open_sim(config);
+  auto other = s.driver->open(DeviceFile::parse("npu0pe1"));
+  for (int i = 0; i < 3; ++i) run_program(*s.device, p.program, {input});
+  run_program(*other, p.program, {input});
+  const auto convs = static_cast<std::int64_t>(
+      std::count_if(p.program->kernels.begin(), p.program->kernels.end(),
+                    [&](const isa::Kernel& k) { return k.kind == p.program->kernels[0].kind; }));
+  const auto counters = s.device->counters().backend_counters;
+  CHECK(counters.at(conv + ".calls") == 3 * convs);
+  CHECK(counters.at(conv + ".macs") == 3 * static_cast<std::int64_t>(isa::kernel_macs(p.program->kernels[0])));
+  CHECK(counters.at(conv + ".host_ns") > 0);
+  CHECK(other->counters().backend_counters.at(conv + ".calls") == convs);
 }
 
 TEST_CASE("Executions of one device computed concurrently keep their own results",

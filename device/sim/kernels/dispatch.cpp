@@ -1,23 +1,13 @@
-// Runs a kernel by its kind: the dispatch to the family files, the per-program plans
-// (PreparedProgram, prepare_program) and sim-bench's per-kind statistics (kernels.h).
+// Runs a kernel by its kind: the dispatch to the family files and the per-program plans
+// (PreparedProgram, prepare_program).
 #include "kernel_common.h"
 
-#include <array>
-#include <atomic>
-#include <chrono>
 #include <memory>
 #include <vector>
 
 namespace furiosa::device::sim {
 
 namespace {
-
-// sim-bench's per-kind counters (kernels.h: set_kernel_stats_enabled).
-struct AtomicKindStats {
-  std::atomic<std::uint64_t> calls{0}, ns{0}, macs{0};
-};
-std::atomic<bool> g_stats_enabled{false};
-std::array<AtomicKindStats, kKernelKindCount> g_stats;
 
 void dispatch(const isa::Kernel& kernel, std::span<std::byte> region,
               const detail::KernelPlan* plan) {
@@ -40,22 +30,6 @@ void dispatch(const isa::Kernel& kernel, std::span<std::byte> region,
     case isa::KernelKind::Sub: return detail::sub(kernel, region);
   }
   detail::fault("unknown kernel kind {}", static_cast<int>(kernel.kind));
-}
-
-void timed_dispatch(const isa::Kernel& kernel, std::span<std::byte> region,
-                    const detail::KernelPlan* plan) {
-  if (!g_stats_enabled.load(std::memory_order_relaxed)) return dispatch(kernel, region, plan);
-  const auto start = std::chrono::steady_clock::now();
-  dispatch(kernel, region, plan);
-  const auto ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count();
-  const auto kind = static_cast<std::size_t>(kernel.kind);
-  if (kind < kKernelKindCount) {
-    g_stats[kind].calls.fetch_add(1, std::memory_order_relaxed);
-    g_stats[kind].ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
-    g_stats[kind].macs.fetch_add(isa::kernel_macs(kernel), std::memory_order_relaxed);
-  }
 }
 
 // [address, address + size) ranges.
@@ -133,33 +107,11 @@ void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
     plan = prepared->plans[index].get();
     if (plan != nullptr && plan->kernel != &kernel) plan = nullptr;  // not this program's kernel
   }
-  timed_dispatch(kernel, region, plan);
+  dispatch(kernel, region, plan);
 }
 
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region) {
-  timed_dispatch(kernel, region, nullptr);
-}
-
-void set_kernel_stats_enabled(bool enabled) noexcept {
-  g_stats_enabled.store(enabled, std::memory_order_relaxed);
-}
-
-std::array<KernelKindStats, kKernelKindCount> kernel_stats() noexcept {
-  std::array<KernelKindStats, kKernelKindCount> out{};
-  for (std::size_t i = 0; i < kKernelKindCount; ++i) {
-    out[i].calls = g_stats[i].calls.load(std::memory_order_relaxed);
-    out[i].ns = g_stats[i].ns.load(std::memory_order_relaxed);
-    out[i].macs = g_stats[i].macs.load(std::memory_order_relaxed);
-  }
-  return out;
-}
-
-void reset_kernel_stats() noexcept {
-  for (auto& s : g_stats) {
-    s.calls.store(0, std::memory_order_relaxed);
-    s.ns.store(0, std::memory_order_relaxed);
-    s.macs.store(0, std::memory_order_relaxed);
-  }
+  dispatch(kernel, region, nullptr);
 }
 
 }  // namespace furiosa::device::sim

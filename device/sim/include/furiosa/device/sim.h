@@ -148,6 +148,12 @@ struct SimConfig {
   /// Host threads per device file that run executions. Executions of one device never overlap
   /// on the modelled timeline, but their functional computation may overlap on the host.
   int compute_threads = 2;
+  /// Per-kernel-kind host counters (functional mode; sim-bench): each device counts, per kernel
+  /// kind, the kernels it ran, the host time spent computing them and their MACs, in
+  /// DeviceCounters::backend_counters as `sim.kernels.<kernel name>.calls`, `.host_ns` and
+  /// `.macs` (e.g. `sim.kernels.LowLevelConv2d.host_ns`). Off by default: two clock reads per
+  /// kernel. Each device counts its own (nothing process-wide).
+  bool kernel_stats = false;
   /// Load-time warm-up (functional mode): regions are always made at load; this says whether
   /// load() also runs the program once per compute thread (off the timeline, no counters).
   SimWarmUp warm_up = SimWarmUp::FastKernels;
