@@ -257,7 +257,8 @@ def test_grpc_repository_load_unload(pb, references, tmp_path):  # noqa: F811
 
 def test_command_line_refuses_unknown_or_misplaced_load_model(tmp_path):
     """--load-model naming no model of the repository stops the start with one line naming it;
-    --load-model without --model-control-mode explicit is refused; so is the unimplemented poll."""
+    --load-model without --model-control-mode explicit is refused (poll loads every model), and
+    --repository-poll-secs without poll."""
     repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
     locks = tmp_path / "locks"  # the simulator's own, should a start get that far
     locks.mkdir(mode=0o700)
@@ -266,7 +267,8 @@ def test_command_line_refuses_unknown_or_misplaced_load_model(tmp_path):
     for extra, words in (
         (["--model-control-mode", "explicit", "--load-model", "nosuch"], ["--load-model", "'nosuch'"]),
         (["--load-model", "mnist"], ["--load-model", "explicit"]),
-        (["--model-control-mode", "poll"], ["poll"]),
+        (["--model-control-mode", "poll", "--load-model", "mnist"], ["--load-model", "explicit"]),
+        (["--repository-poll-secs", "5"], ["--repository-poll-secs", "poll"]),
     ):
         p = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, env=env)
         assert p.returncode != 0 and "HTTP:" not in p.stdout, (extra, p.stdout, p.stderr)
