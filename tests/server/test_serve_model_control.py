@@ -38,13 +38,14 @@ def index(s, **body):
     return {(row["name"], row["version"]): (row["state"], row["reason"]) for row in r.json()}
 
 
-def wait_until(what, predicate, timeout=300):
-    """Polls `predicate` until true (a bound against hanging, not a speed claim)."""
+def wait_until(what, predicate, timeout=300, interval=0.01):
+    """Polls `predicate` every `interval` s until true (`timeout`: a bound against hanging, not a
+    speed claim)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             pytest.fail(f"not reached within {timeout} s: {what}")
-        time.sleep(0.01)
+        time.sleep(interval)
 
 
 def explicit(repo, *load, **kw):
@@ -294,7 +295,7 @@ def test_poll_follows_the_repository(tmp_path):
         # Built aside, then renamed in: the poll never sees half a folder.
         make_repo(tmp_path / "staging", {"digits": (ts.DIGITS, {"device": "npu0pe1"})})
         (tmp_path / "staging" / "digits").rename(repo / "digits")
-        wait_until("digits READY", lambda: index(s).get(("digits", "1")) == ("READY", ""), timeout=60)
+        wait_until("digits READY", lambda: index(s).get(("digits", "1")) == ("READY", ""), timeout=60, interval=0.1)
         assert requests.get(s.url + "/v2/models/digits/ready").status_code == 200
 
         def max_inflight():
@@ -302,11 +303,11 @@ def test_poll_follows_the_repository(tmp_path):
             return r.json().get("max_inflight") if r.status_code == 200 else None
         assert max_inflight() == 64
         (repo / "digits" / "config.json").write_text(json.dumps({"device": "npu0pe1", "max_inflight": 5}))
-        wait_until("digits reloaded with max_inflight 5", lambda: max_inflight() == 5, timeout=60)
+        wait_until("digits reloaded with max_inflight 5", lambda: max_inflight() == 5, timeout=60, interval=0.1)
         assert index(s)[("digits", "1")] == ("READY", "")
 
         shutil.rmtree(repo / "mnist")
-        wait_until("mnist gone from the index", lambda: ("mnist", "1") not in index(s), timeout=60)
+        wait_until("mnist gone from the index", lambda: ("mnist", "1") not in index(s), timeout=60, interval=0.1)
         assert requests.get(s.url + "/v2/models/mnist").status_code == 404
         assert "model mnist unloaded" in s.output()
         assert s.stop() == 0, s.output()
