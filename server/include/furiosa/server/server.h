@@ -79,7 +79,9 @@ struct ServerOptions {
 /// 500 (the request's device or runtime error), 503 (shutting down), 504 (the request's deadline,
 /// parameters.timeout_us, passed before it was submitted; or DeviceTimeout). gRPC answers the same
 /// cases INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE and
-/// DEADLINE_EXCEEDED (the client's deadline). Every request gets exactly one answer.
+/// DEADLINE_EXCEEDED (the client's deadline). Every request gets exactly one answer. With
+/// auth_token_file, a request without the bearer token is answered 401 / UNAUTHENTICATED before
+/// any of these (health probes excepted); with tls_cert both transports speak TLS only.
 ///
 /// Thread-safety: start(), wait() and shutdown() may be called from any thread; shutdown() is
 /// idempotent. The destructor shuts down and waits.
