@@ -21,15 +21,26 @@ int main(int argc, char** argv) {
   app.add_option("--model-control-mode", control_mode,
                  "none: load every model at start, refuse load/unload; explicit: load the "
                  "--load-model models at start, then load/unload on request (POST "
-                 "/v2/repository/models/NAME/load|unload). Triton's poll is not implemented")
+                 "/v2/repository/models/NAME/load|unload); poll: load every model at start, "
+                 "then rescan the repository every --repository-poll-secs (load/unload refused)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "explicit"}));
+      ->check(CLI::IsMember({"none", "explicit", "poll"}));
+  app.add_option("--repository-poll-secs", options.repository_poll_s,
+                 "With --model-control-mode poll: seconds between two rescans of the repository")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option(
       "--load-model", options.load_models,
       "With --model-control-mode explicit: a model to load at start (repeatable; * = all)");
   app.add_option("--host", options.host,
-                 "Address to listen on (0.0.0.0: every interface; there is no authentication)")
+                 "Address to listen on (0.0.0.0: every interface; see --auth-token-file)")
       ->capture_default_str();
+  app.add_option("--tls-cert", options.tls_cert,
+                 "PEM certificate chain: serve HTTPS and gRPC over TLS (with --tls-key)");
+  app.add_option("--tls-key", options.tls_key, "PEM private key of --tls-cert (unencrypted)");
+  app.add_option("--auth-token-file", options.auth_token_file,
+                 "File holding a bearer token every request but the health probes must carry "
+                 "(Authorization: Bearer TOKEN; gRPC metadata authorization)");
   app.add_option("--http-port", options.http_port, "HTTP port (0: any free port)")->capture_default_str();
   app.add_option("--grpc-port", options.grpc_port, "gRPC port (inference.GRPCInferenceService; 0: any free port)")
       ->capture_default_str();
@@ -67,8 +78,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (control_mode == "explicit") {
     options.model_control_mode = furiosa::server::ModelControlMode::Explicit;
-  } else if (!options.load_models.empty()) {
-    std::cerr << "furiosa-serve: --load-model needs --model-control-mode explicit (none loads "
+  } else if (control_mode == "poll") {
+    options.model_control_mode = furiosa::server::ModelControlMode::Poll;
+  }
+  if (control_mode != "poll" && app.count("--repository-poll-secs") > 0) {
+    std::cerr << "furiosa-serve: --repository-poll-secs needs --model-control-mode poll\n";
+    return 1;
+  }
+  if (control_mode != "explicit" && !options.load_models.empty()) {
+    std::cerr << "furiosa-serve: --load-model needs --model-control-mode explicit (none and poll load "
                  "every model)\n";
     return 1;
   }

@@ -15,6 +15,7 @@
 #include "furiosa/core/text.h"
 #include "furiosa/server/grpc_codec.h"
 #include "furiosa/server/v2_protocol.h"
+#include "auth.h"
 #include "grpc_predict_v2.grpc.pb.h"
 
 namespace furiosa::server {
@@ -49,8 +50,8 @@ Deadline deadline_of(const grpc::CallbackServerContext& context) {
 
 class Service final : public inference::GRPCInferenceService::CallbackService {
  public:
-  Service(ModelRegistry& models, const std::atomic<bool>& stopping)
-      : models_(models), stopping_(stopping) {}
+  Service(ModelRegistry& models, const std::atomic<bool>& stopping, const std::string& token)
+      : models_(models), stopping_(stopping), token_(token) {}
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context, const inference::ServerLiveRequest*,
                                        inference::ServerLiveResponse* response) override {
@@ -66,6 +67,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context, const inference::ModelReadyRequest* request,
                                        inference::ModelReadyResponse* response) override {
+    if (!authorized(context)) return done(context, unauthenticated());
     try {
       const ModelLease model = models_.find(request->name(), request->version());
       response->set_ready(!stopping_.load());
@@ -78,6 +80,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
   grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
                                            inference::ServerMetadataResponse* response) override {
+    if (!authorized(context)) return done(context, unauthenticated());
     response->set_name("furiosa-serve");
     response->set_version("0.1.0");
     for (const char* e :
@@ -89,6 +92,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override {
+    if (!authorized(context)) return done(context, unauthenticated());
     std::optional<ModelLease> model;
     try {
       model.emplace(models_.find(request->name(), request->version()));
@@ -114,6 +118,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context, const ModelInferRequest* request,
                                        ModelInferResponse* response) override {
+    if (!authorized(context)) return done(context, unauthenticated());
     auto* reactor = context->DefaultReactor();
     if (stopping_.load()) {
       reactor->Finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
@@ -179,6 +184,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   /// A load or unload: queued on the registry's control thread and finished when done.
   grpc::ServerUnaryReactor* control(grpc::CallbackServerContext* context, const std::string& name,
                                     bool load, std::function<void(bool)> set_done) {
+    if (!authorized(context)) return done(context, unauthenticated());
     auto* reactor = context->DefaultReactor();
     if (stopping_.load()) {
       reactor->Finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
@@ -205,6 +211,20 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return reactor;
   }
 
+  /// No token configured, or the call's "authorization" metadata is "Bearer TOKEN".
+  bool authorized(const grpc::CallbackServerContext* context) const {
+    if (token_.empty()) return true;
+    const auto& metadata = context->client_metadata();
+    const auto it = metadata.find("authorization");
+    if (it == metadata.end()) return false;
+    return bearer_matches(std::string_view(it->second.data(), it->second.size()), token_);
+  }
+
+  static grpc::Status unauthenticated() {
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "missing or wrong bearer token (metadata authorization: Bearer TOKEN)"};
+  }
+
   static grpc::ServerUnaryReactor* done(grpc::CallbackServerContext* context,
                                         const grpc::Status& status) {
     auto* reactor = context->DefaultReactor();
@@ -214,6 +234,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
   ModelRegistry& models_;
   const std::atomic<bool>& stopping_;
+  const std::string& token_;
 };
 
 }  // namespace
@@ -222,20 +243,29 @@ struct GrpcFrontend::Impl {
   Service service;
   std::unique_ptr<grpc::Server> server;
   std::once_flag shutdown_once;
-  Impl(ModelRegistry& models, const std::atomic<bool>& stopping) : service(models, stopping) {}
+  Impl(ModelRegistry& models, const std::atomic<bool>& stopping, const std::string& token)
+      : service(models, stopping, token) {}
 };
 
-GrpcFrontend::GrpcFrontend(ModelRegistry& models, const std::atomic<bool>& stopping)
-    : impl_(std::make_unique<Impl>(models, stopping)) {}
+GrpcFrontend::GrpcFrontend(ModelRegistry& models, const std::atomic<bool>& stopping,
+                           const std::string& auth_token)
+    : impl_(std::make_unique<Impl>(models, stopping, auth_token)) {}
 
 GrpcFrontend::~GrpcFrontend() { shutdown(Clock::now()); }
 
-std::uint16_t GrpcFrontend::start(const std::string& host, std::uint16_t port) {
+std::uint16_t GrpcFrontend::start(const std::string& host, std::uint16_t port,
+                                  const std::optional<TlsFiles>& tls) {
   grpc::ServerBuilder builder;
   int bound = 0;
   const std::string address = host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
                                                                    : fmt::format("{}:{}", host, port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (tls) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort(address, credentials, &bound);
   builder.RegisterService(&impl_->service);
   builder.SetMaxReceiveMessageSize(256 << 20);
   builder.SetMaxSendMessageSize(256 << 20);

@@ -16,12 +16,20 @@
 // parser found wrong. After an error response the connection is closed by a lingering close: the
 // server stops sending, then reads and discards what the client still sends (bounded in bytes and
 // time), so a client still uploading its body reads the 413 instead of a reset.
+//
+// One Session template serves both transports: Session<PlainStream> (beast::tcp_stream, the
+// plain path, unchanged) and Session<TlsStream> (beast::ssl_stream over it, --tls-cert), which
+// first completes the TLS handshake within header_timeout_s; a client that does not speak TLS
+// (plain HTTP to the TLS port) fails the handshake and is closed without an answer. With
+// --auth-token-file every request but the health probes must carry "Authorization: Bearer
+// TOKEN", checked once its header section is read (before its body): else 401.
 #include <fmt/format.h>
 
 #include <utility>  // before Boost.Asio 1.74 (awaitable.hpp uses std::exchange)
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <charconv>
 #include <chrono>
 #include <functional>
@@ -29,10 +37,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "furiosa/core/error.h"
 #include "furiosa/core/text.h"
+#include "auth.h"
 #include "bounded_json.h"
 #include "furiosa/server/v2_protocol.h"
 #include "introspection.h"
@@ -75,10 +85,20 @@ beast::error_code over_budget() { return asio::error::no_buffer_space; }
 constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
 constexpr auto kLingerQuiet = std::chrono::seconds(5);
 
-class Session : public std::enable_shared_from_this<Session> {
+/// The plain HTTP stream and the HTTPS one (TLS over the same TCP stream and its timeouts).
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  Session(tcp::socket socket, InferenceServer::Impl* server)
-      : stream_(std::move(socket)), server_(server) {
+  /// Takes the connection: `stream_args` construct the Stream (the socket, then for TLS the
+  /// server's ssl::context).
+  template <class... StreamArgs>
+  explicit Session(InferenceServer::Impl* server, StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...), server_(server) {
     server_->http_metrics.connections.Increment();
   }
   ~Session() {
@@ -92,7 +112,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start(bool request_pending) {
     if (request_pending) count_request();
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_request(); });
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->handshake();
+      } else {
+        self->wait_request();
+      }
+    });
   }
 
  private:
@@ -131,12 +157,60 @@ class Session : public std::enable_shared_from_this<Session> {
     else server_->http_metrics.receiving.Decrement();
   }
 
+  /// The lowest layer: the TCP stream with its timer and socket.
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  /// TLS: the server side of the handshake, bounded by header_timeout_s. A failed one (plain
+  /// HTTP, an unknown CA on the client's side, a timeout) closes the connection unanswered.
+  void handshake() {
+    lowest().expires_after(seconds(server_->options.header_timeout_s));
+    stream_.async_handshake(asio::ssl::stream_base::server,
+                            [self = this->shared_from_this()](beast::error_code ec) {
+                              if (ec) {
+                                self->server_->http_metrics.refused.Add({{"reason", "tls_handshake"}})
+                                    .Increment();
+                                return self->close_now();
+                              }
+                              self->wait_request();
+                            });
+  }
+
+  /// Whether the request whose header was just read may go on: no token configured, a health
+  /// probe (open, for load balancers and Kubernetes probes), or "Authorization: Bearer TOKEN".
+  bool authorized() const {
+    const std::string& token = server_->auth_token;
+    if (token.empty()) return true;
+    const auto& req = parser_->get();
+    const auto target = req.target();
+    const auto path = segments(std::string_view(target.data(), target.size()));
+    if (path.size() == 3 && path[0] == "v2" && path[1] == "health" &&
+        (path[2] == "live" || path[2] == "ready"))
+      return true;
+    const auto header = req[http::field::authorization];
+    return bearer_matches(std::string_view(header.data(), header.size()), token);
+  }
+
+  /// 401 before the body is read (an unauthenticated client never has its body buffered); the
+  /// connection is kept only when the request has no body.
+  void refuse_unauthorized() {
+    set_receiving(false);
+    keep_alive_ = parser_->is_done() && parser_->get().keep_alive();
+    request_ = {};
+    request_.version(parser_->get().version());
+    server_->http_metrics.refused.Add({{"reason", "unauthorized"}}).Increment();
+    Response res{http::status::unauthorized, request_.version()};
+    res.set(http::field::www_authenticate, "Bearer");
+    res.set(http::field::content_type, "application/json");
+    res.body() = error_json("missing or wrong bearer token (Authorization: Bearer TOKEN)");
+    write(std::move(res));
+  }
+
   /// Idle: waits for the first byte of the next request (bytes already buffered count).
   void wait_request() {
     if (buffer_.size() > 0) return read_header();
-    stream_.expires_after(seconds(server_->options.idle_timeout_s));
+    lowest().expires_after(seconds(server_->options.idle_timeout_s));
     stream_.async_read_some(
-        buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+        buffer_.prepare(4096), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
           self->buffer_.commit(n);
           if (ec || n == 0)
             return self->close_now();  // closed, timed out or reset: no request started
@@ -150,22 +224,23 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->options.max_header_bytes));
     parser_->body_limit(server_->options.max_body_bytes);
-    stream_.expires_after(seconds(server_->options.header_timeout_s));
+    lowest().expires_after(seconds(server_->options.header_timeout_s));
     http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                               if (ec) return self->on_read_error(ec, "header");
                               self->read_body();
                             });
   }
 
   void read_body() {
+    if (!authorized()) return refuse_unauthorized();
     const auto expect = parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
       // The client (curl, for bodies over 1 MiB) waits for this before sending the body.
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-      stream_.expires_after(seconds(server_->options.body_timeout_s));
+      lowest().expires_after(seconds(server_->options.body_timeout_s));
       return http::async_write(
-          stream_, *cont, [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+          stream_, *cont, [self = this->shared_from_this(), cont](beast::error_code ec, std::size_t) {
             if (ec) return self->close_now();
             self->read_body_after_continue();
           });
@@ -186,9 +261,9 @@ class Session : public std::enable_shared_from_this<Session> {
       };
       parser_->on_chunk_header(chunk_cb_);
     }
-    stream_.expires_after(seconds(server_->options.body_timeout_s));
+    lowest().expires_after(seconds(server_->options.body_timeout_s));
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                        if (ec) return self->on_read_error(ec, "body");
                        self->on_request();
                      });
@@ -229,6 +304,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
         ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::ssl::error::stream_truncated ||
         ec == asio::error::operation_aborted) {
       return close_now();  // the client went away mid-request: nobody to answer
     }
@@ -349,7 +425,7 @@ class Session : public std::enable_shared_from_this<Session> {
   /// POST /v2/repository/models/NAME/load|unload: queued on the registry's control thread,
   /// answered (200 with an empty body, or the error) when it is done.
   void control(const std::string& name, bool load) {
-    auto done = [self = shared_from_this()](std::exception_ptr error) {
+    auto done = [self = this->shared_from_this()](std::exception_ptr error) {
       asio::post(self->stream_.get_executor(), [self, error] {
         try {
           if (error) std::rethrow_exception(error);
@@ -397,7 +473,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::vector<Tensor> inputs = std::move(request->inputs);
     // Throws (answered by on_read) when not admitted; else the completion runs exactly once.
     model.infer(std::move(inputs), deadline,
-                [self = shared_from_this(), &model, request](std::vector<Tensor> outputs,
+                [self = this->shared_from_this(), &model, request](std::vector<Tensor> outputs,
                                                              std::exception_ptr error) {
                   asio::post(self->stream_.get_executor(),
                              [self, &model, request, outputs = std::move(outputs), error] {
@@ -445,9 +521,9 @@ class Session : public std::enable_shared_from_this<Session> {
     res.keep_alive(keep_alive_ && !server_->stopping.load());
     res.prepare_payload();
     response_ = std::make_shared<Response>(std::move(res));
-    stream_.expires_after(seconds(server_->options.body_timeout_s));
+    lowest().expires_after(seconds(server_->options.body_timeout_s));
     http::async_write(stream_, *response_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                         const bool again = !ec && self->response_->keep_alive();
                         const bool error_response = self->response_->result_int() >= 400;
                         self->response_.reset();
@@ -464,16 +540,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void linger_close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close_now();
     discard();
   }
 
   void discard() {
     buffer_.consume(buffer_.size());
-    stream_.expires_after(kLingerQuiet);
+    lowest().expires_after(kLingerQuiet);
     stream_.async_read_some(buffer_.prepare(64 * 1024),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->lingered_ += n;
                               if (ec || n == 0 || self->lingered_ >= kLingerBytes)
                                 return self->close_now();
@@ -485,10 +561,10 @@ class Session : public std::enable_shared_from_this<Session> {
     set_receiving(false);
     uncount_request();
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   InferenceServer::Impl* server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -506,7 +582,12 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 void start_http_session(tcp::socket socket, InferenceServer::Impl* server, bool request_pending) {
-  std::make_shared<Session>(std::move(socket), server)->start(request_pending);
+  if (server->tls) {
+    std::make_shared<Session<TlsStream>>(server, std::move(socket), *server->tls)
+        ->start(request_pending);
+  } else {
+    std::make_shared<Session<PlainStream>>(server, std::move(socket))->start(request_pending);
+  }
 }
 
 }  // namespace furiosa::server

@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <memory>
 #include <utility>
 
 #include "furiosa/core/error.h"
 #include "furiosa/core/text.h"
+#include "repository_poll.h"
 
 namespace furiosa::server {
 namespace {
@@ -42,6 +45,9 @@ std::uint64_t version_number(const std::string& v) { return std::stoull(v); }
 ModelRegistry::ModelRegistry(const ServerOptions& options, ServiceMetrics& metrics,
                              std::ostream& log)
     : options_(options), metrics_(metrics), log_(log) {
+  const bool poll = options_.model_control_mode == ModelControlMode::Poll;
+  // Before the scan: a change made while the models load is seen by the first rescan.
+  if (poll) fingerprints_ = repository_fingerprints(options_.model_repository);
   const auto entries = scan_model_repository(options_.model_repository);
   for (const auto& entry : entries) {
     Slot& slot = slots_[entry.name];
@@ -52,7 +58,7 @@ ModelRegistry::ModelRegistry(const ServerOptions& options, ServiceMetrics& metri
     }
   }
   std::vector<std::string> initial;
-  const bool all = options_.model_control_mode == ModelControlMode::None ||
+  const bool all = options_.model_control_mode != ModelControlMode::Explicit ||
                    std::find(options_.load_models.begin(), options_.load_models.end(), "*") !=
                        options_.load_models.end();
   if (all) {
@@ -77,6 +83,7 @@ ModelRegistry::ModelRegistry(const ServerOptions& options, ServiceMetrics& metri
   }
   log_.flush();
   control_ = std::thread([this] { run_jobs(); });
+  if (poll) poll_ = std::thread([this] { poll_loop(); });
 }
 
 ModelRegistry::~ModelRegistry() {
@@ -159,21 +166,35 @@ std::vector<IndexRow> ModelRegistry::index(bool ready_only) const {
 }
 
 void ModelRegistry::load(const std::string& name, Done done) {
+  check_explicit(true, name);
   enqueue(Job{true, name, std::move(done)});
 }
 
 void ModelRegistry::unload(const std::string& name, Done done) {
+  check_explicit(false, name);
   enqueue(Job{false, name, std::move(done)});
 }
 
-void ModelRegistry::enqueue(Job job) {
+void ModelRegistry::check_explicit(bool load, const std::string& name) const {
   if (options_.model_control_mode == ModelControlMode::None) {
     throw ServeError(
         ServeStatus::InvalidArgument,
         fmt::format("cannot {} model '{}': the server runs with --model-control-mode none (every "
                     "model is loaded at start; start it with --model-control-mode explicit)",
-                    job.load ? "load" : "unload", escape_text(job.name)));
+                    load ? "load" : "unload", escape_text(name)));
   }
+  if (options_.model_control_mode == ModelControlMode::Poll) {
+    // Triton's words (its explicit-control check in poll mode), then ours.
+    throw ServeError(
+        ServeStatus::InvalidArgument,
+        fmt::format("cannot {} model '{}': explicit model load / unload is not allowed if "
+                    "polling is enabled (--model-control-mode poll: the server follows the "
+                    "repository folder)",
+                    load ? "load" : "unload", escape_text(name)));
+  }
+}
+
+void ModelRegistry::enqueue(Job job) {
   {
     std::lock_guard lock(mutex_);
     if (!closed_) {
@@ -200,7 +221,16 @@ void ModelRegistry::run_jobs() {
       if (job.load) {
         do_load(job.name);
       } else {
-        do_unload(job.name);
+        bool known = true;
+        if (job.forget) {
+          std::lock_guard lock(mutex_);
+          known = slots_.count(job.name) != 0;  // none when its only load failed at the scan
+        }
+        if (known) do_unload(job.name);
+        if (job.forget) {
+          std::lock_guard lock(mutex_);
+          slots_.erase(job.name);  // its ModelServices stay in services_ (model_control.h)
+        }
       }
     } catch (...) {
       error = std::current_exception();
@@ -285,6 +315,88 @@ void ModelRegistry::do_unload(const std::string& name) {
   log_.flush();
 }
 
+void ModelRegistry::rescan() {
+  if (options_.model_control_mode != ModelControlMode::Poll) {
+    throw Error(ErrorCode::InvalidArgument,
+                "the repository is rescanned only with --model-control-mode poll");
+  }
+  std::lock_guard scan(rescan_mutex_);
+  auto now = repository_fingerprints(options_.model_repository);
+  const RescanPlan plan = plan_rescan(fingerprints_, now);
+  if (plan.empty()) return;
+  // Queued on the control thread like explicit requests; waited for here.
+  struct Pending {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::size_t left = 0;
+  };
+  auto pending = std::make_shared<Pending>();
+  auto queue = [&](bool load, bool forget, const std::string& name) {
+    auto done = [this, pending, load, name](std::exception_ptr error) {
+      if (error) {
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          std::lock_guard lock(mutex_);
+          if (!closed_)
+            log_ << fmt::format("repository poll: cannot {} model {}: {}\n",
+                              load ? "load" : "unload", name, one_line(e.what()));
+          log_.flush();
+        }
+      }
+      std::lock_guard lock(pending->mutex);
+      --pending->left;
+      pending->cv.notify_all();
+    };
+    {
+      std::lock_guard lock(pending->mutex);
+      ++pending->left;
+    }
+    try {
+      enqueue(Job{load, name, std::move(done), forget});
+    } catch (...) {
+      std::lock_guard lock(pending->mutex);
+      --pending->left;
+      throw;
+    }
+  };
+  std::exception_ptr refused;
+  try {
+    for (const auto& name : plan.unload) queue(false, true, name);
+    for (const auto& name : plan.reload) queue(true, false, name);
+    for (const auto& name : plan.load) queue(true, false, name);
+  } catch (...) {
+    refused = std::current_exception();  // closed: wait for what was queued, then throw
+  }
+  {
+    std::unique_lock lock(pending->mutex);
+    pending->cv.wait(lock, [&] { return pending->left == 0; });
+  }
+  if (refused) std::rethrow_exception(refused);
+  fingerprints_ = std::move(now);
+}
+
+void ModelRegistry::poll_loop() {
+  const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options_.repository_poll_s));
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    poll_cv_.wait_for(lock, period, [this] { return closed_; });
+    if (closed_) return;
+    lock.unlock();
+    try {
+      rescan();
+    } catch (const std::exception& e) {
+      std::lock_guard log_lock(mutex_);
+      if (!closed_) {
+        log_ << fmt::format("repository poll: {}\n", one_line(e.what()));
+        log_.flush();
+      }
+    }
+    lock.lock();
+  }
+}
+
 std::vector<ModelService*> ModelRegistry::served_now() {
   std::lock_guard lock(mutex_);
   std::vector<ModelService*> models;
@@ -314,12 +426,15 @@ void ModelRegistry::close_now() {
     closed_ = true;
     refused.swap(jobs_);
     jobs_cv_.notify_all();
+    poll_cv_.notify_all();
   }
   if (control_.joinable()) control_.join();
   for (auto& job : refused) {
     job.done(std::make_exception_ptr(
         ServeError(ServeStatus::Unavailable, "the server is shutting down")));
   }
+  // A rescan in progress has had every job it queued answered: the poll thread ends.
+  if (poll_.joinable()) poll_.join();
   std::vector<ModelService*> all;
   {
     std::lock_guard lock(mutex_);

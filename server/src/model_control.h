@@ -87,7 +87,8 @@ class ModelRegistry {
 
   /// Queues a load of `name` (a reload when it is loaded: unloaded first, then loaded again
   /// from the repository, config.json re-read). Throws, without queueing: ServeError
-  /// (InvalidArgument) in ModelControlMode::None, ServeError(Unavailable) after close().
+  /// (InvalidArgument) in ModelControlMode::None and Poll (as Triton: "explicit model load /
+  /// unload is not allowed if polling is enabled"), ServeError(Unavailable) after close().
   /// `done` gets ServeError(NotFound) for a name that is no folder of the repository, the
   /// scan's or runtime's error otherwise (the model is then UNAVAILABLE with it as reason).
   void load(const std::string& name, Done done);
@@ -96,6 +97,17 @@ class ModelRegistry {
   /// Unloading a model that is not loaded succeeds. Throws as load(); `done` gets
   /// ServeError(NotFound) for a model the repository does not have.
   void unload(const std::string& name, Done done);
+
+  /// ModelControlMode::Poll: compares the repository's folders with the last scan
+  /// (repository_poll.h) and queues, on the control thread as load()/unload() do, a load per
+  /// new folder, a reload per changed one and an unload per removed one (dropped from the
+  /// index); returns once they are all done (a failed load leaves its model UNAVAILABLE with
+  /// the error, printed to the log, and is retried only once its folder changes again). The
+  /// poll thread calls it every repository_poll_s seconds; tests call it directly. Concurrent
+  /// calls run one after the other. Throws Error(InvalidArgument) in another mode, or naming
+  /// the repository when it is no longer a folder (nothing is unloaded then). Not to be called
+  /// from a Done callback (it waits for the control thread).
+  void rescan();
 
   /// ModelService::update_device_metrics() of every served version.
   void update_device_metrics();
@@ -119,9 +131,14 @@ class ModelRegistry {
     bool load = true;
     std::string name;
     Done done;
+    bool forget = false;  ///< an unload by rescan(): the folder is gone, its slot erased
   };
 
+  /// Throws ServeError(InvalidArgument) when the mode does not take load/unload requests.
+  void check_explicit(bool load, const std::string& name) const;
   void enqueue(Job job);
+  /// The poll thread: rescan() every options_.repository_poll_s until close().
+  void poll_loop();
   void run_jobs();
   /// Loads `name` now (on the control thread, or the constructor's).
   void do_load(const std::string& name);
@@ -145,7 +162,11 @@ class ModelRegistry {
   bool closed_ = false;
   std::once_flag close_once_;
   std::condition_variable jobs_cv_;
+  std::condition_variable poll_cv_;  ///< wakes the poll thread at close()
+  std::mutex rescan_mutex_;          ///< one rescan() at a time; guards fingerprints_
+  std::map<std::string, std::string> fingerprints_;  ///< the last scan's (Poll mode)
   std::thread control_;  ///< runs the jobs (started by the constructor)
+  std::thread poll_;     ///< Poll mode: calls rescan() periodically
 };
 
 }  // namespace furiosa::server

@@ -27,6 +27,7 @@
 #include "furiosa/core/text.h"
 #include "furiosa/runtime/runner.h"
 #include "furiosa/server/v2_protocol.h"
+#include "auth.h"
 #include "grpc_frontend.h"
 #include "model_service.h"
 #include "server_impl.h"
@@ -65,8 +66,9 @@ HttpMetrics::HttpMetrics(prometheus::Registry& registry)
       refused(prometheus::BuildCounter()
                   .Name("furiosa_serve_http_refused_total")
                   .Help("HTTP requests refused before routing, by reason (malformed: 400, timeout: "
-                        "connection "
-                        "closed, body_too_large: 413, header_too_large: 431)")
+                        "connection closed, body_too_large: 413, header_too_large: 431, "
+                        "buffered_bytes: 503, unauthorized: 401, tls_handshake: connection "
+                        "closed)")
                   .Register(registry)) {}
 
 void InferenceServer::Impl::accept() {
@@ -125,6 +127,13 @@ InferenceServer::InferenceServer(ServerOptions options, std::ostream& log)
     : impl_(std::make_unique<Impl>(std::move(options), log)) {
   auto& s = *impl_;
   if (s.options.http_threads < 1) throw Error(ErrorCode::InvalidArgument, "http_threads must be >= 1");
+  if (s.options.model_control_mode == ModelControlMode::Poll && !(s.options.repository_poll_s > 0)) {
+    throw Error(ErrorCode::InvalidArgument, "--repository-poll-secs must be > 0");
+  }
+  // Security files first: a typo in one is reported before any model is compiled.
+  s.tls_files = read_tls_files(s.options.tls_cert, s.options.tls_key);
+  if (s.tls_files) s.tls = make_tls_context(*s.tls_files);
+  if (!s.options.auth_token_file.empty()) s.auth_token = read_token_file(s.options.auth_token_file);
   s.models = std::make_unique<ModelRegistry>(s.options, s.metrics, s.log);
 }
 
@@ -149,11 +158,12 @@ void InferenceServer::start() {
                 fmt::format("cannot listen on {}:{}: {}", s.options.host, s.options.http_port, ec.message()));
   }
   if (s.options.grpc) {
-    s.grpc = std::make_unique<GrpcFrontend>(*s.models, s.stopping);
-    s.grpc_port = s.grpc->start(s.options.host, s.options.grpc_port);
+    s.grpc = std::make_unique<GrpcFrontend>(*s.models, s.stopping, s.auth_token);
+    s.grpc_port = s.grpc->start(s.options.host, s.options.grpc_port, s.tls_files);
   }
-  s.log << fmt::format("HTTP: {}:{}\n", s.options.host, http_port());
-  if (s.grpc) s.log << fmt::format("gRPC: {}:{}\n", s.options.host, s.grpc_port);
+  const char* tls = s.tls ? " (TLS)" : "";
+  s.log << fmt::format("HTTP: {}:{}{}\n", s.options.host, http_port(), tls);
+  if (s.grpc) s.log << fmt::format("gRPC: {}:{}{}\n", s.options.host, s.grpc_port, tls);
   s.log.flush();
   s.work.emplace(s.ioc.get_executor());
   s.accept();
@@ -186,6 +196,8 @@ void InferenceServer::wait() {
   // call_once until it is done.
   std::call_once(impl_->teardown_once, [this] { impl_->teardown(); });
 }
+
+void InferenceServer::rescan_repository() { impl_->models->rescan(); }
 
 std::vector<ModelEntry> InferenceServer::models() const {
   std::vector<ModelEntry> out;

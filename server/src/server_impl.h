@@ -10,6 +10,7 @@
 #include <atomic>
 #include <utility>  // before Boost.Asio 1.74, whose awaitable.hpp uses std::exchange unincluded
 #include <boost/asio.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include "grpc_frontend.h"
 #include "model_control.h"
 #include "model_service.h"
+#include "tls.h"
 
 namespace furiosa::server {
 
@@ -34,7 +36,8 @@ struct HttpMetrics {
   prometheus::Gauge& receiving;    ///< requests whose first bytes arrived, not yet read in full
   prometheus::Gauge& buffered;     ///< bytes of request bodies held (set when scraped)
   /// Requests refused before routing, by reason: malformed (400), timeout (connection closed),
-  /// body_too_large (413), header_too_large (431), buffered_bytes (503).
+  /// body_too_large (413), header_too_large (431), buffered_bytes (503), unauthorized (401,
+  /// --auth-token-file), tls_handshake (a failed TLS handshake: connection closed).
   prometheus::Family<prometheus::Counter>& refused;
 };
 
@@ -48,6 +51,13 @@ struct InferenceServer::Impl {
   /// Bytes of request bodies held across all HTTP connections (options.max_buffered_bytes).
   std::atomic<std::size_t> buffered_bytes{0};
   std::once_flag teardown_once;
+  /// --tls-cert/--tls-key as read at construction (nullopt: plain HTTP and gRPC).
+  std::optional<TlsFiles> tls_files;
+  /// The HTTPS sessions' OpenSSL context (null: plain HTTP). Outlives every session: sessions
+  /// are destroyed with the io_context, declared below.
+  std::unique_ptr<boost::asio::ssl::context> tls;
+  /// The bearer token of --auth-token-file ("": no authentication). Never logged.
+  std::string auth_token;
 
   prometheus::Registry registry;
   ServiceMetrics metrics{registry};

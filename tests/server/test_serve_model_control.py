@@ -4,7 +4,9 @@ graceful unload, the device released for another model), none refusing them, ver
 and statistics counting the requests sent. Over HTTP, plus gRPC's RepositoryModelLoad/Unload (the
 KServe proto has no RepositoryIndex). Run by ctest (tests/CMakeLists.txt) like test_serve.py."""
 
+import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -36,13 +38,14 @@ def index(s, **body):
     return {(row["name"], row["version"]): (row["state"], row["reason"]) for row in r.json()}
 
 
-def wait_until(what, predicate, timeout=300):
-    """Polls `predicate` until true (a bound against hanging, not a speed claim)."""
+def wait_until(what, predicate, timeout=300, interval=0.01):
+    """Polls `predicate` every `interval` s until true (`timeout`: a bound against hanging, not a
+    speed claim)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             pytest.fail(f"not reached within {timeout} s: {what}")
-        time.sleep(0.01)
+        time.sleep(interval)
 
 
 def explicit(repo, *load, **kw):
@@ -257,7 +260,8 @@ def test_grpc_repository_load_unload(pb, references, tmp_path):  # noqa: F811
 
 def test_command_line_refuses_unknown_or_misplaced_load_model(tmp_path):
     """--load-model naming no model of the repository stops the start with one line naming it;
-    --load-model without --model-control-mode explicit is refused; so is the unimplemented poll."""
+    --load-model without --model-control-mode explicit is refused (poll loads every model), and
+    --repository-poll-secs without poll."""
     repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
     locks = tmp_path / "locks"  # the simulator's own, should a start get that far
     locks.mkdir(mode=0o700)
@@ -266,8 +270,44 @@ def test_command_line_refuses_unknown_or_misplaced_load_model(tmp_path):
     for extra, words in (
         (["--model-control-mode", "explicit", "--load-model", "nosuch"], ["--load-model", "'nosuch'"]),
         (["--load-model", "mnist"], ["--load-model", "explicit"]),
-        (["--model-control-mode", "poll"], ["poll"]),
+        (["--model-control-mode", "poll", "--load-model", "mnist"], ["--load-model", "explicit"]),
+        (["--repository-poll-secs", "5"], ["--repository-poll-secs", "poll"]),
     ):
         p = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, env=env)
         assert p.returncode != 0 and "HTTP:" not in p.stdout, (extra, p.stdout, p.stderr)
         assert all(w in p.stderr for w in words), (extra, p.stderr)
+
+
+def test_poll_follows_the_repository(tmp_path):
+    """--model-control-mode poll: every model is loaded at start; a model folder added becomes
+    READY, one whose config.json changes is reloaded with it, one removed is unloaded and leaves
+    the index (404), each seen by the poll thread (--repository-poll-secs 1; the test waits on
+    the index, up to 60 s, never for a fixed time). Explicit load/unload are refused 400 as
+    Triton refuses them when polling."""
+    repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
+    with ServerWith(repo, ["--model-control-mode", "poll", "--repository-poll-secs", "1"]) as s:
+        assert index(s) == {("mnist", "1"): ("READY", "")}
+        r = requests.post(s.url + "/v2/repository/models/mnist/unload")
+        assert r.status_code == 400 and "polling" in r.json()["error"], r.text
+        r = requests.post(s.url + "/v2/repository/models/mnist/load")
+        assert r.status_code == 400 and "polling" in r.json()["error"], r.text
+
+        # Built aside, then renamed in: the poll never sees half a folder.
+        make_repo(tmp_path / "staging", {"digits": (ts.DIGITS, {"device": "npu0pe1"})})
+        (tmp_path / "staging" / "digits").rename(repo / "digits")
+        wait_until("digits READY", lambda: index(s).get(("digits", "1")) == ("READY", ""), timeout=60, interval=0.1)
+        assert requests.get(s.url + "/v2/models/digits/ready").status_code == 200
+
+        def max_inflight():
+            r = requests.get(s.url + "/v2/models/digits/config")
+            return r.json().get("max_inflight") if r.status_code == 200 else None
+        assert max_inflight() == 64
+        (repo / "digits" / "config.json").write_text(json.dumps({"device": "npu0pe1", "max_inflight": 5}))
+        wait_until("digits reloaded with max_inflight 5", lambda: max_inflight() == 5, timeout=60, interval=0.1)
+        assert index(s)[("digits", "1")] == ("READY", "")
+
+        shutil.rmtree(repo / "mnist")
+        wait_until("mnist gone from the index", lambda: ("mnist", "1") not in index(s), timeout=60, interval=0.1)
+        assert requests.get(s.url + "/v2/models/mnist").status_code == 404
+        assert "model mnist unloaded" in s.output()
+        assert s.stop() == 0, s.output()

@@ -13,11 +13,13 @@
 
 namespace furiosa::server {
 
-/// How models are loaded (furiosa-serve --model-control-mode, Triton's modes; Triton's "poll"
-/// is not implemented): None loads every model of the repository at start and refuses
-/// load/unload requests; Explicit loads ServerOptions::load_models at start, then loads and
-/// unloads models on request (POST /v2/repository/models/NAME/load|unload).
-enum class ModelControlMode { None, Explicit };
+/// How models are loaded (furiosa-serve --model-control-mode, Triton's modes): None loads every
+/// model of the repository at start and refuses load/unload requests; Explicit loads
+/// ServerOptions::load_models at start, then loads and unloads models on request (POST
+/// /v2/repository/models/NAME/load|unload); Poll loads every model at start, then rescans the
+/// repository every ServerOptions::repository_poll_s seconds (new models loaded, removed ones
+/// unloaded, changed ones reloaded) and refuses load/unload requests, as Triton does.
+enum class ModelControlMode { None, Explicit, Poll };
 
 /// Options of an InferenceServer (furiosa-serve's command line).
 struct ServerOptions {
@@ -25,9 +27,18 @@ struct ServerOptions {
   ModelControlMode model_control_mode = ModelControlMode::None;  ///< see ModelControlMode
   /// Explicit mode: the models loaded at start ("*": every model); each must exist.
   std::vector<std::string> load_models;
-  /// Address to listen on: loopback unless told otherwise (deploy/ files pass 0.0.0.0), since the
-  /// server has no authentication.
+  /// Poll mode: seconds between two rescans of the repository (> 0; Triton's default 15).
+  double repository_poll_s = 15;
+  /// Address to listen on: loopback unless told otherwise (deploy/ files pass 0.0.0.0): without
+  /// auth_token_file anyone who reaches the port may use the server.
   std::string host = "127.0.0.1";
+  /// TLS (HTTPS and gRPC over TLS) with this PEM certificate chain and PEM private key: both
+  /// or neither (empty: plain HTTP and gRPC). Read once, by the constructor.
+  std::filesystem::path tls_cert;
+  std::filesystem::path tls_key;  ///< see tls_cert
+  /// A file holding the bearer token every request but health must carry (docs/serving.md
+  /// "Security"); empty: no authentication. Read once, by the constructor.
+  std::filesystem::path auth_token_file;
   std::uint16_t http_port = 8000;          ///< 0 = any free port (see http_port())
   std::uint16_t grpc_port = 8001;          ///< 0 = any free port (see grpc_port())
   bool grpc = true;                        ///< serve gRPC (inference.GRPCInferenceService) too
@@ -68,7 +79,9 @@ struct ServerOptions {
 /// 500 (the request's device or runtime error), 503 (shutting down), 504 (the request's deadline,
 /// parameters.timeout_us, passed before it was submitted; or DeviceTimeout). gRPC answers the same
 /// cases INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE and
-/// DEADLINE_EXCEEDED (the client's deadline). Every request gets exactly one answer.
+/// DEADLINE_EXCEEDED (the client's deadline). Every request gets exactly one answer. With
+/// auth_token_file, a request without the bearer token is answered 401 / UNAUTHENTICATED before
+/// any of these (health probes excepted); with tls_cert both transports speak TLS only.
 ///
 /// Thread-safety: start(), wait() and shutdown() may be called from any thread; shutdown() is
 /// idempotent. The destructor shuts down and waits.
@@ -77,7 +90,8 @@ class InferenceServer {
   /// Scans the repository and loads every model (compile + device open), or with
   /// ModelControlMode::Explicit those of options.load_models, printing one line per model
   /// version to `log`. Throws the runtime's errors (ModelLoadFailed, DeviceBusy, ...) naming the
-  /// model, and InvalidArgument for a bad repository or option.
+  /// model, and InvalidArgument for a bad repository or option (one line naming the flag or
+  /// file: tls_cert without tls_key, an unreadable or invalid certificate, key or token file).
   InferenceServer(ServerOptions options, std::ostream& log);
   ~InferenceServer();
   InferenceServer(const InferenceServer&) = delete;
@@ -103,6 +117,10 @@ class InferenceServer {
 
   /// The model versions served now (one entry per version), in name then version order.
   std::vector<ModelEntry> models() const;
+  /// ModelControlMode::Poll: rescans the repository now, as the poll thread does every
+  /// repository_poll_s seconds, and returns once the loads and unloads it started are done
+  /// (for tests: no waiting on the timer). Throws Error(InvalidArgument) in another mode.
+  void rescan_repository();
 
   struct Impl;
 

@@ -1,0 +1,215 @@
+"""furiosa-serve's security options (docs/serving.md "Security"): TLS for HTTP and gRPC
+(--tls-cert/--tls-key, a self-signed certificate made at test time by openssl in a temporary
+folder removed pass or fail), the bearer token (--auth-token-file; health probes stay open), and
+their start-up refusals, each one line naming the flag or file. Run by ctest
+(server_test_serve_security) like test_serve.py."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import grpc
+import numpy as np
+import pytest
+import requests
+
+import test_serve as ts
+from test_serve import MNIST, make_repo
+from test_serve_grpc import infer_request, output_array, pb  # noqa: F401 (fixture)
+
+TOKEN = "t0ken-Of-the-test"
+
+
+@pytest.fixture(scope="module")
+def secrets():
+    """{"cert", "key", "token", "dir"}: a self-signed certificate for localhost and 127.0.0.1
+    with its key, and a token file (with a trailing newline, which is stripped)."""
+    folder = tempfile.mkdtemp(prefix="furiosa-serve-tls-")
+    try:
+        cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+                        "-days", "1", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=120)
+        token = os.path.join(folder, "token")
+        with open(token, "w") as f:
+            f.write(TOKEN + "\n")
+        yield {"cert": cert, "key": key, "token": token, "dir": folder}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def mnist_reference(tmp_path_factory):
+    """(input, output) of furiosa-run for mnist-12-int8's test_data_set_0."""
+    data = ts.SHARED / MNIST / "test_data_set_0"
+    out_dir = tmp_path_factory.mktemp("ref")
+    subprocess.run([str(ts.RUN), str(ts.model_file(MNIST)), "--input", f"Input3={data / 'input_0.pb'}",
+                    "--output-dir", str(out_dir)], check=True, capture_output=True)
+    (out,) = [np.load(p) for p in out_dir.glob("*.npy")]
+    return ts.read_pb(data / "input_0.pb"), out
+
+
+class SecureServer(ts.ServeProcess):
+    """furiosa-serve over TLS with a bearer token, HTTP and gRPC on free loopback ports."""
+
+    def __init__(self, repo, secrets):
+        super().__init__([ts.SERVE, "--model-repository", repo, "--host", "127.0.0.1", "--http-port", "0",
+                          "--grpc-port", "0", "--tls-cert", secrets["cert"], "--tls-key", secrets["key"],
+                          "--auth-token-file", secrets["token"]])
+        try:
+            self.grpc_port = int(self.wait_for(r"gRPC: 127\.0\.0\.1:(\d+) \(TLS\)", 60).group(1))
+        except BaseException:
+            self.kill()
+            raise
+        self.url = f"https://localhost:{self.port}"
+
+
+@pytest.fixture(scope="module")
+def server(secrets, tmp_path_factory):
+    repo = make_repo(tmp_path_factory.mktemp("repo"), {"mnist": (MNIST, {"device": "npu0pe0"})})
+    with SecureServer(repo, secrets) as s:
+        yield s
+        assert s.stop() == 0, s.output()
+
+
+def bearer(token=TOKEN):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def json_infer(s, secrets, x, headers):
+    body = {"inputs": [{"name": "Input3", "datatype": "FP32", "shape": list(x.shape),
+                        "data": x.flatten().tolist()}]}
+    return requests.post(s.url + "/v2/models/mnist/infer", json=body, headers=headers, verify=secrets["cert"],
+                         timeout=300)
+
+
+def test_https_infer_needs_the_token(server, secrets, mnist_reference):
+    """Over HTTPS (the client checks the certificate): health open, everything else 401 with a
+    JSON error and WWW-Authenticate: Bearer without the token or with a wrong one, 200 with it;
+    the answer equals furiosa-run's."""
+    s, cert = server, secrets["cert"]
+    assert "HTTP: 127.0.0.1:" in s.output() and "(TLS)" in s.output()
+    for path in ("/v2/health/live", "/v2/health/ready"):
+        assert requests.get(s.url + path, verify=cert).status_code == 200
+    x, expected = mnist_reference
+    for headers in ({}, bearer("wrong"), bearer(TOKEN + "x"), {"Authorization": TOKEN}):
+        r = json_infer(s, secrets, x, headers)
+        assert r.status_code == 401, (headers, r.text)
+        assert r.headers["WWW-Authenticate"] == "Bearer"
+        assert "bearer token" in r.json()["error"]
+        assert TOKEN not in r.text
+    for path in ("/v2", "/v2/models/mnist", "/v2/models/mnist/ready", "/metrics", "/v2/models/stats"):
+        assert requests.get(s.url + path, verify=cert).status_code == 401, path
+        assert requests.get(s.url + path, verify=cert, headers=bearer()).status_code == 200, path
+    r = requests.post(s.url + "/v2/repository/index", json={}, verify=cert)
+    assert r.status_code == 401
+    r = json_infer(s, secrets, x, bearer())
+    assert r.status_code == 200, r.text
+    (o,) = r.json()["outputs"]
+    assert np.array_equal(np.array(o["data"], dtype=np.float32).reshape(o["shape"]), expected)
+    # The scheme is case-insensitive (RFC 7235), the token is not.
+    assert json_infer(s, secrets, x, {"Authorization": f"bearer {TOKEN}"}).status_code == 200
+    assert json_infer(s, secrets, x, bearer(TOKEN.upper())).status_code == 401
+    metrics = requests.get(s.url + "/metrics", verify=cert, headers=bearer()).text
+    assert 'furiosa_serve_http_refused_total{reason="unauthorized"}' in metrics
+    assert TOKEN not in s.output()  # never logged
+
+
+def test_plain_http_to_the_tls_port_fails_cleanly(server, secrets):
+    """A plain HTTP request to the TLS port gets no HTTP answer (the handshake fails and the
+    connection is closed, counted as tls_handshake) and the server serves HTTPS afterwards."""
+    s, cert = server, secrets["cert"]
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", s.port), timeout=60) as c:
+            c.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            try:
+                while True:
+                    chunk = c.recv(4096)
+                    if not chunk:
+                        break
+                    got += chunk
+            except ConnectionResetError:
+                pass
+            assert not got.startswith(b"HTTP/"), got
+        with pytest.raises(requests.exceptions.ConnectionError):
+            requests.get(f"http://127.0.0.1:{s.port}/v2/health/live", timeout=60)
+    assert requests.get(s.url + "/v2/health/ready", verify=cert).status_code == 200
+    metrics = requests.get(s.url + "/metrics", verify=cert, headers=bearer()).text
+    (line,) = [l for l in metrics.splitlines() if l.startswith('furiosa_serve_http_refused_total{reason="tls_handshake"}')]
+    assert float(line.split()[-1]) >= 6, line
+    assert s.proc.poll() is None
+
+
+def test_grpc_over_tls_needs_the_token(server, secrets, pb, mnist_reference):  # noqa: F811
+    """gRPC over TLS (grpc.ssl_channel_credentials with the test's certificate): ServerLive and
+    ServerReady open, other calls UNAUTHENTICATED without the metadata "authorization: Bearer
+    TOKEN" or with a wrong one, OK with it (ModelInfer equal to furiosa-run); a plaintext channel
+    to the TLS port fails without an answer."""
+    s = server
+    msgs, Stub = pb
+    with open(secrets["cert"], "rb") as f:
+        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+    with grpc.secure_channel(f"localhost:{s.grpc_port}", creds) as channel:
+        stub = Stub(channel)
+        assert stub.ServerLive(msgs.ServerLiveRequest(), timeout=60).live
+        assert stub.ServerReady(msgs.ServerReadyRequest(), timeout=60).ready
+        for metadata in (None, [("authorization", "Bearer wrong")], [("authorization", TOKEN)]):
+            with pytest.raises(grpc.RpcError) as e:
+                stub.ModelMetadata(msgs.ModelMetadataRequest(name="mnist"), metadata=metadata, timeout=60)
+            assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, metadata
+            assert TOKEN not in e.value.details()
+        ok = [("authorization", f"Bearer {TOKEN}")]
+        assert stub.ModelMetadata(msgs.ModelMetadataRequest(name="mnist"), metadata=ok, timeout=60).name == "mnist"
+        assert stub.ModelReady(msgs.ModelReadyRequest(name="mnist"), metadata=ok, timeout=60).ready
+        x, expected = mnist_reference
+        with pytest.raises(grpc.RpcError) as e:
+            stub.ModelInfer(infer_request(pb, "mnist", "Input3", x), timeout=300)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        resp = stub.ModelInfer(infer_request(pb, "mnist", "Input3", x), metadata=ok, timeout=300)
+        assert np.array_equal(output_array(resp), expected)
+        with pytest.raises(grpc.RpcError) as e:
+            stub.RepositoryModelUnload(msgs.RepositoryModelUnloadRequest(model_name="mnist"), timeout=60)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}") as plain:
+        with pytest.raises(grpc.RpcError) as e:
+            Stub(plain).ServerLive(msgs.ServerLiveRequest(), timeout=10)
+        assert e.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    assert requests.get(s.url + "/v2/health/live", verify=secrets["cert"]).status_code == 200
+
+
+def test_security_flags_refused_at_start(secrets, tmp_path):
+    """Half a TLS pair, a certificate or key file that cannot be read or is not PEM, a key that
+    is not the certificate's, an empty or missing token file: one line naming the flag or the
+    file, before any model is loaded."""
+    repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o700)
+    env = dict(os.environ, FURIOSA_SIM_LOCK_DIR=str(locks))
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not PEM\n")
+    empty = tmp_path / "empty-token"
+    empty.write_text("\n")
+    other_key = tmp_path / "other-key.pem"
+    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
+                    "-out", str(other_key)], check=True, capture_output=True, timeout=120)
+    cert, key = secrets["cert"], secrets["key"]
+    base = [str(ts.SERVE), "--model-repository", str(repo), "--http-port", "0", "--grpc-port", "0"]
+    for extra, words in (
+        (["--tls-cert", cert], ["--tls-cert needs --tls-key"]),
+        (["--tls-key", key], ["--tls-key needs --tls-cert"]),
+        (["--tls-cert", str(junk), "--tls-key", key], ["--tls-cert", str(junk)]),
+        (["--tls-cert", cert, "--tls-key", str(junk)], ["--tls-key", str(junk)]),
+        (["--tls-cert", str(tmp_path / "none.pem"), "--tls-key", key], ["--tls-cert", "none.pem"]),
+        (["--tls-cert", cert, "--tls-key", str(other_key)], ["--tls-key", str(other_key), "not the private key"]),
+        (["--auth-token-file", str(empty)], ["--auth-token-file", str(empty), "no token"]),
+        (["--auth-token-file", str(tmp_path / "none")], ["--auth-token-file", "none"]),
+    ):
+        p = subprocess.run(base + extra, capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode != 0 and "HTTP:" not in p.stdout, (extra, p.stdout, p.stderr)
+        assert "model mnist" not in p.stdout, (extra, p.stdout)  # refused before loading
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and all(w in lines[0] for w in words), (extra, p.stderr)
