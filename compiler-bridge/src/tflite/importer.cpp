@@ -83,6 +83,7 @@ enum Builtin : int {
   kMinimum = 57,
   kPadV2 = 60,
   kSlice = 65,
+  kTransposeConv = 67,
   kTile = 69,
   kRsqrt = 76,
   kSum = 74,
@@ -102,13 +103,14 @@ enum Builtin : int {
   kHardSwish = 117,
 };
 // clang-format off
-constexpr std::array<int, 52> kSupported = {
+constexpr std::array<int, 53> kSupported = {
     kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
     kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
     kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
     kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
     kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv, kSlice, kPadV2,
-    kMirrorPad, kRelu6, kReluN1To1, kSum, kReduceMax, kSpaceToBatchNd, kBatchToSpaceNd};
+    kMirrorPad, kRelu6, kReluN1To1, kSum, kReduceMax, kSpaceToBatchNd, kBatchToSpaceNd,
+    kTransposeConv};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
@@ -215,6 +217,7 @@ void Importer::map_operator(const fb::Operator& op) {
   switch (code_) {
     case kConv2d: return conv(op, false);
     case kDepthwiseConv2d: return conv(op, true);
+    case kTransposeConv: return transpose_conv(op);
     case kFullyConnected: return fully_connected(op);
     case kAdd: return add(op);
     case kMaxPool2d: return pool(op, true);
