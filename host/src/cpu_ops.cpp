@@ -164,4 +164,10 @@ std::vector<std::string> cpu_op_list() {
   return names;
 }
 
+std::vector<std::string> furiosa_op_list() {
+  std::vector<std::string> names;
+  for (const auto& op : furiosa_op_table()) names.emplace_back("furiosa::" + std::string(op.name));
+  return names;
+}
+
 }  // namespace furiosa::host

@@ -240,4 +240,8 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    activation_max).
 std::vector<std::string> cpu_op_list();
 
+/// The "furiosa" domain operators run_cpu_op runs (listed above, after cpu_op_list()'s), as
+/// qualified op types ("furiosa::QuantizedMean"), in the library's table order.
+std::vector<std::string> furiosa_op_list();
+
 }  // namespace furiosa::host
