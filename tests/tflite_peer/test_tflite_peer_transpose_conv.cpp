@@ -79,6 +79,8 @@ const std::vector<TcCase> kCases = {
      Act::RELU_N1_TO_1},
     {"k3x2_s2x1_same", {1, 4, 5, 2}, 3, 3, 2, 2, 1, fb::Padding::SAME, 8, 5, true, Act::NONE},
     {"k2_s3_valid_gaps", {1, 3, 3, 2}, 2, 2, 2, 3, 3, fb::Padding::VALID, 8, 8, false, Act::NONE},
+    // One input row: nothing to spread along the height, the stride only sets the padding.
+    {"k3_s2_same_one_row", {1, 1, 4, 3}, 2, 3, 3, 2, 2, fb::Padding::SAME, 2, 8, true, Act::NONE},
 };
 
 fb::TensorType tc_type(DType d) {

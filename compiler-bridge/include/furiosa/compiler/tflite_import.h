@@ -3,6 +3,8 @@
 // (compiler-bridge/schema/tflite_subset.fbs, compiled by Debian's flatc).
 //
 // Mapping (docs/operators.md, "TFLite models"): CONV_2D and DEPTHWISE_CONV_2D become QLinearConv,
+// TRANSPOSE_CONV a QLinearConv of flipped weights over the zero-point-spread input (8-bit) or
+// furiosa::TFLiteTransposeConv (float32, host),
 // FULLY_CONNECTED QLinearMatMul with a bias, ADD com.microsoft::QLinearAdd, MAX_POOL_2D MaxPool,
 // AVERAGE_POOL_2D furiosa::QuantizedAveragePool (host), RESHAPE Reshape, SOFTMAX DequantizeLinear ->
 // Softmax -> QuantizeLinear (host, float), CONCATENATION Concat, PAD Concat with constant
