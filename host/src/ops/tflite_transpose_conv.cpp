@@ -45,13 +45,17 @@ std::string check_transpose_conv(const Node& n, const DtypeList& d) {
   const auto strides = n.attr_ints("strides", {});
   const auto pads = n.attr_ints("pads", {});
   const auto out = n.attr_ints("output_shape", {});
-  ch.require(strides.size() == 2 && strides[0] >= 1 && strides[1] >= 1,
-             "attribute 'strides' must be 2 values >= 1");
-  ch.require(pads.size() == 2 && pads[0] >= 0 && pads[1] >= 0,
-             "attribute 'pads' must be 2 values >= 0");
-  ch.require(
-      out.size() == 4 && std::all_of(out.begin(), out.end(), [](std::int64_t v) { return v >= 1; }),
-      "attribute 'output_shape' must be 4 values >= 1");
+  // TFLite's options and output_shape are int32; the bounds also keep the index products far
+  // from int64 overflow.
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  auto within = [&](const std::vector<std::int64_t>& v, std::int64_t lo) {
+    return std::all_of(v.begin(), v.end(), [&](std::int64_t e) { return e >= lo && e <= kMax; });
+  };
+  ch.require(strides.size() == 2 && within(strides, 1),
+             "attribute 'strides' must be 2 values in [1, 2^31)");
+  ch.require(pads.size() == 2 && within(pads, 0), "attribute 'pads' must be 2 values in [0, 2^31)");
+  ch.require(out.size() == 4 && within(out, 1),
+             "attribute 'output_shape' must be 4 values in [1, 2^31)");
   return ch.reason;
 }
 
