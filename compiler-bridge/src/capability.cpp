@@ -425,6 +425,14 @@ std::vector<std::string> supported_operators() {
   return out;
 }
 
+std::vector<NpuOperatorInfo> npu_operator_table() {
+  std::vector<NpuOperatorInfo> out;
+  for (const auto& row : detail::npu_table()) {
+    out.push_back({std::string(row.op), std::string(row.condition), row.claims == nullptr});
+  }
+  return out;
+}
+
 std::vector<std::string> npu_operators() {
   std::vector<std::string> out;
   for (const auto& row : detail::npu_table()) {

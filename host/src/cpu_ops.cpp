@@ -13,7 +13,7 @@ const OpRows& op_rows() {
     OpRows all;
     for (OpRows (*family)() :
          {softmax_ops, elementwise_ops, matmul_ops, conv_pool_ops, reduce_ops, data_movement_ops,
-          quantize_ops, resize_ops, detection_ops, tflite_arith_ops}) {
+          quantize_ops, resize_ops, detection_ops, tflite_arith_ops, tflite_transpose_conv_ops}) {
       OpRows part = family();
       all.onnx.insert(all.onnx.end(), part.onnx.begin(), part.onnx.end());
       all.furiosa.insert(all.furiosa.end(), part.furiosa.begin(), part.furiosa.end());
@@ -161,6 +161,12 @@ std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*
 std::vector<std::string> cpu_op_list() {
   std::vector<std::string> names;
   for (const auto& op : op_table()) names.emplace_back(op.name);
+  return names;
+}
+
+std::vector<std::string> furiosa_op_list() {
+  std::vector<std::string> names;
+  for (const auto& op : furiosa_op_table()) names.emplace_back("furiosa::" + std::string(op.name));
   return names;
 }
 

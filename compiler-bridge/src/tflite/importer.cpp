@@ -83,6 +83,7 @@ enum Builtin : int {
   kMinimum = 57,
   kPadV2 = 60,
   kSlice = 65,
+  kTransposeConv = 67,
   kTile = 69,
   kRsqrt = 76,
   kSum = 74,
@@ -101,20 +102,84 @@ enum Builtin : int {
   kQuantize = 114,
   kHardSwish = 117,
 };
+// The supported builtins, in the order tflite_supported_operators() lists them, with the tensor
+// types whose instances each mapping places on the NPU and on the host (tflite_operator_table(),
+// docs/operators.md's generated operator index). The NPU takes 8-bit tensors only; data movement
+// of other types runs on the host.
+struct BuiltinRow {
+  int code;
+  const char* npu;   ///< "" none
+  const char* host;  ///< "" none
+};
+constexpr const char* k8 = "uint8, int8";
+constexpr const char* kOther = "float32, int32, int64";  // data movement the NPU leaves to the host
+constexpr const char* kAny = "float32, uint8, int8, int32, int64";
+constexpr const char* kF32 = "float32";
 // clang-format off
-constexpr std::array<int, 52> kSupported = {
-    kAdd, kAveragePool2d, kConcatenation, kConv2d, kDepthwiseConv2d, kDequantize, kFullyConnected,
-    kMaxPool2d, kReshape, kResizeBilinear, kSoftmax, kPad, kArgMax, kArgMin, kResizeNearestNeighbor,
-    kQuantize, kMean, kShape, kStridedSlice, kPack, kTile, kGather, kCast, kFill, kRange, kLogistic,
-    kSub, kMul, kPrelu, kMinimum, kMaximum, kLeakyRelu, kTranspose, kHardSwish, kGatherNd, kSplit,
-    kSplitV, kDepthToSpace, kSpaceToDepth, kExp, kSquaredDifference, kRsqrt, kDiv, kSlice, kPadV2,
-    kMirrorPad, kRelu6, kReluN1To1, kSum, kReduceMax, kSpaceToBatchNd, kBatchToSpaceNd};
+constexpr std::array<BuiltinRow, 53> kSupported = {{
+    {kAdd, k8, ""},
+    {kAveragePool2d, "uint8, int8 (one window over the whole input)", k8},
+    {kConcatenation, k8, kOther},
+    {kConv2d, k8, ""},
+    {kDepthwiseConv2d, k8, ""},
+    {kDequantize, "", "uint8, int8 (to float32)"},
+    {kFullyConnected, k8, ""},
+    {kMaxPool2d, k8, ""},
+    {kReshape, k8, kOther},
+    {kResizeBilinear, k8, kF32},
+    {kSoftmax, "", "float32, uint8, int8 (in float32)"},
+    {kPad, k8, kF32},
+    {kArgMax, "", kAny},
+    {kArgMin, "", kAny},
+    {kResizeNearestNeighbor, "", "float32, uint8, int8"},
+    {kQuantize, "uint8, int8 (to uint8, int8)", "float32 (to uint8, int8)"},
+    {kMean, "", "float32, uint8, int8"},
+    {kShape, "", "none: a constant"},
+    {kStridedSlice, k8, kOther},
+    {kPack, k8, kOther},
+    {kTile, "", kAny},
+    {kGather, "", kAny},
+    {kCast, "", kAny},
+    {kFill, "", kAny},
+    {kRange, "", kOther},
+    {kLogistic, k8, kF32},
+    {kSub, "", k8},
+    {kMul, "", k8},
+    {kPrelu, "", k8},
+    {kMinimum, "", kAny},
+    {kMaximum, "", kAny},
+    {kLeakyRelu, k8, ""},
+    {kTranspose, k8, kOther},
+    {kHardSwish, k8, ""},
+    {kGatherNd, "", kAny},
+    {kSplit, k8, kOther},
+    {kSplitV, k8, kOther},
+    {kDepthToSpace, k8, kOther},
+    {kSpaceToDepth, k8, kOther},
+    {kExp, "int8", kF32},
+    {kSquaredDifference, "", "int8"},
+    {kRsqrt, "int8", kF32},
+    {kDiv, "", "uint8"},
+    {kSlice, k8, kOther},
+    {kPadV2, k8, kF32},
+    {kMirrorPad, "", kAny},
+    {kRelu6, k8, kF32},
+    {kReluN1To1, k8, kF32},
+    {kSum, "", "uint8"},
+    {kReduceMax, "", "float32, uint8, int8"},
+    {kSpaceToBatchNd, k8, kOther},
+    {kBatchToSpaceNd, k8, kOther},
+    {kTransposeConv, k8, kF32},
+}};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
 constexpr const char* kDetectionPostProcess = "TFLite_Detection_PostProcess";
 
-bool is_supported(int code) { return std::find(kSupported.begin(), kSupported.end(), code) != kSupported.end(); }
+bool is_supported(int code) {
+  return std::any_of(kSupported.begin(), kSupported.end(),
+                     [&](const BuiltinRow& r) { return r.code == code; });
+}
 
 }  // namespace
 
@@ -215,6 +280,7 @@ void Importer::map_operator(const fb::Operator& op) {
   switch (code_) {
     case kConv2d: return conv(op, false);
     case kDepthwiseConv2d: return conv(op, true);
+    case kTransposeConv: return transpose_conv(op);
     case kFullyConnected: return fully_connected(op);
     case kAdd: return add(op);
     case kMaxPool2d: return pool(op, true);
@@ -288,8 +354,17 @@ std::string tflite_builtin_name(int code) {
 
 std::vector<std::string> tflite_supported_operators() {
   std::vector<std::string> out;
-  for (int code : kSupported) out.push_back(tflite_builtin_name(code));
+  for (const auto& row : kSupported) out.push_back(tflite_builtin_name(row.code));
   out.push_back(std::string("CUSTOM:") + kDetectionPostProcess);
+  return out;
+}
+
+std::vector<TfliteOperatorInfo> tflite_operator_table() {
+  std::vector<TfliteOperatorInfo> out;
+  for (const auto& row : kSupported)
+    out.push_back({tflite_builtin_name(row.code), row.npu, row.host});
+  out.push_back({std::string("CUSTOM:") + kDetectionPostProcess, "",
+                 "float32 (uint8, int8 inputs dequantized)"});
   return out;
 }
 

@@ -7,6 +7,7 @@
 //   operator_common.cpp arity and type checks, fused activations, windows, fixed-point
 //                       multipliers, lookup-table attributes
 //   conv.cpp            CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
+//   transpose_conv.cpp  TRANSPOSE_CONV
 //   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST, RELU6, RELU_N1_TO_1
 //   arithmetic.cpp      SUB, MUL, DIV, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
 //                       HARD_SWISH, EXP, RSQRT
@@ -233,6 +234,26 @@ class Importer {
   int bias_constant(int b, std::int64_t channels);
   /// FULLY_CONNECTED -> QLinearMatMul on rows (+ Reshape).
   void fully_connected(const fb::Operator& op);
+
+  // ---- transposed convolution (transpose_conv.cpp) ----------------------------------------------
+  /// The checked operands and options of TRANSPOSE_CONV (kernels/transpose_conv.cc).
+  struct TransposeConvOperands {
+    int shape = -1, w = -1, x = -1, b = -1, y = -1;  ///< output_shape, weights, input, bias, output
+    fb::Padding padding = fb::Padding::SAME;
+    fb::ActivationFunctionType act = fb::ActivationFunctionType::NONE;
+    std::array<std::int64_t, 2> strides{1, 1};  ///< height, width
+    /// TFLite's leading pads (ComputePaddingHeightWidth on the output size), height, width.
+    std::array<std::int64_t, 2> pads{};
+    std::vector<std::int64_t> out;  ///< output_shape [N, H, W, O]
+  };
+  /// The operands of TRANSPOSE_CONV, checked: a constant int32 [4] output_shape that a forward
+  /// convolution of the output maps back onto the input, one type, an int32 (float32) bias [O].
+  TransposeConvOperands transpose_conv_operands(const fb::Operator& op) const;
+  /// TRANSPOSE_CONV -> (Reshape, Pad, Reshape,) Pad, QLinearConv with flipped weights (8-bit, NPU)
+  /// or furiosa::TFLiteTransposeConv (float32, host).
+  void transpose_conv(const fb::Operator& op);
+  /// The float32 TRANSPOSE_CONV as furiosa::TFLiteTransposeConv (reference_ops::TransposeConv).
+  void transpose_conv_float(const TransposeConvOperands& t);
 
   // ---- element-wise operators (elementwise.cpp) -------------------------------------------------
   /// ADD -> com.microsoft QLinearAdd with TFLite's fixed-point rule.

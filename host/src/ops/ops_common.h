@@ -1,7 +1,8 @@
 // Private to the host operator library: the generic helpers (dtype dispatch, strided iteration,
 // errors), the per-call context, the functions several operator families share, and the op
 // table's row type. Each family file (elementwise.cpp, softmax.cpp, matmul.cpp, conv_pool.cpp,
-// reduce.cpp, data_movement.cpp, quantize_ops.cpp, resize.cpp, detection.cpp) defines its operators and returns its rows;
+// reduce.cpp, data_movement.cpp, quantize_ops.cpp, resize.cpp, detection.cpp, tflite_arith.cpp,
+// tflite_transpose_conv.cpp) defines its operators and returns its rows;
 // cpu_ops.cpp joins them and implements the public entry points (host/cpu_ops.h).
 #pragma once
 
@@ -443,5 +444,6 @@ OpRows quantize_ops();
 OpRows resize_ops();
 OpRows detection_ops();
 OpRows tflite_arith_ops();
+OpRows tflite_transpose_conv_ops();
 
 }  // namespace furiosa::host::detail

@@ -61,4 +61,17 @@ std::vector<std::string> supported_operators();
 /// Together with cpu_op_list() this is the supported-op table the conformance tests run.
 std::vector<std::string> npu_operators();
 
+/// One row of the compiler's NPU table (compiler-bridge/src/capability.cpp, the table place()
+/// reads): the qualified op type, the condition under which the NPU takes a node of it, and
+/// whether it is a runtime host step instead (QuantizeLinear / DequantizeLinear).
+struct NpuOperatorInfo {
+  std::string op;          ///< "QLinearConv", "com.microsoft::QLinearAdd", ...
+  std::string condition;   ///< what the NPU requires of the node
+  bool host_step = false;  ///< a runtime host step (Quantize / Dequantize), not an NPU kernel
+};
+
+/// The NPU table's rows in order (docs/operators.md's generated operator index,
+/// tools/operator_index.cpp).
+std::vector<NpuOperatorInfo> npu_operator_table();
+
 }  // namespace furiosa::compiler

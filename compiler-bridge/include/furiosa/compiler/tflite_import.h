@@ -3,6 +3,8 @@
 // (compiler-bridge/schema/tflite_subset.fbs, compiled by Debian's flatc).
 //
 // Mapping (docs/operators.md, "TFLite models"): CONV_2D and DEPTHWISE_CONV_2D become QLinearConv,
+// TRANSPOSE_CONV a QLinearConv of flipped weights over the zero-point-spread input (8-bit) or
+// furiosa::TFLiteTransposeConv (float32, host),
 // FULLY_CONNECTED QLinearMatMul with a bias, ADD com.microsoft::QLinearAdd, MAX_POOL_2D MaxPool,
 // AVERAGE_POOL_2D furiosa::QuantizedAveragePool (host), RESHAPE Reshape, SOFTMAX DequantizeLinear ->
 // Softmax -> QuantizeLinear (host, float), CONCATENATION Concat, PAD Concat with constant
@@ -68,6 +70,19 @@ std::string tflite_builtin_name(int code);
 /// Builtin operators import_tflite maps, by name (in builtin-code order of the original set, then
 /// the later additions), and last the custom operators as "CUSTOM:<custom_code>".
 std::vector<std::string> tflite_supported_operators();
+
+/// A supported TFLite operator and the tensor types with which its mapping runs on the NPU and on
+/// the host, as the importer's table declares them (compiler-bridge/src/tflite/importer.cpp;
+/// docs/operators.md's generated operator index, tools/operator_index.cpp). Types are the
+/// operator's data input's ("uint8, int8"); an empty string means none.
+struct TfliteOperatorInfo {
+  std::string name;  ///< as tflite_supported_operators() names it
+  std::string npu;   ///< types placed on the NPU
+  std::string host;  ///< types run on the host (or folded to constants)
+};
+
+/// tflite_supported_operators() with the types of each (TfliteOperatorInfo), in the same order.
+std::vector<TfliteOperatorInfo> tflite_operator_table();
 
 /// Reads a model file of either format: TFLite when the file name ends in ".tflite" (any case) or
 /// its bytes carry the "TFL3" identifier, ONNX otherwise (compiler/onnx_import.h). Throws like

@@ -230,6 +230,18 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    (class-agnostic over each anchor's best classes) or regular (per class) NMS, background
 ///    column 0 skipped when there are C + 1 columns, unused output slots zero. Equal scores are
 ///    ordered by lower index (TFLite's partial sorts leave that order unspecified).
+///  - furiosa::TFLiteTransposeConv (float32 X [N, H, W, I], W [O, KH, KW, I], optional B [O] ->
+///    float32 [N, OH, OW, O]): attributes strides [sh, sw], pads [pad_h, pad_w] (TFLite's leading
+///    pads), output_shape [N, OH, OW, O], activation_min / activation_max (floats). TFLite's
+///    float32 TRANSPOSE_CONV as reference_ops::TransposeConv computes it
+///    (tensorflow/lite/kernels/internal/reference/transpose_conv.h): out[n, y*sh - pad_h + ky,
+///    x*sw - pad_w + kx, o] += X[n, y, x, i] * W[o, ky, kx, i] from +0 in the reference's scatter
+///    order (input row, column, channel), then + B[o] and min(max(v, activation_min),
+///    activation_max).
 std::vector<std::string> cpu_op_list();
+
+/// The "furiosa" domain operators run_cpu_op runs (listed above, after cpu_op_list()'s), as
+/// qualified op types ("furiosa::QuantizedMean"), in the library's table order.
+std::vector<std::string> furiosa_op_list();
 
 }  // namespace furiosa::host
