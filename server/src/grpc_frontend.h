@@ -1,5 +1,6 @@
 // furiosa-serve's gRPC front end: inference.GRPCInferenceService (server/proto/grpc_predict_v2.proto,
-// the KServe proto) on grpc++'s callback API, in front of the same ModelServices as HTTP.
+// the KServe proto with Triton's repository and statistics RPCs) on grpc++'s callback API, in
+// front of the same ModelServices as HTTP.
 #pragma once
 
 #include <atomic>

@@ -19,18 +19,19 @@ std::string repository_index_json(const std::vector<IndexRow>& rows);
 
 /// A duration statistic of Triton's: how many, and their total nanoseconds.
 struct StatDuration {
-  std::uint64_t count = 0;
-  std::uint64_t ns = 0;
+  std::uint64_t count = 0;  ///< how many times it happened
+  std::uint64_t ns = 0;     ///< their total duration, nanoseconds (steady clock)
 };
 
 /// One model version's statistics as Triton's statistics extension reports them (REST and
 /// gRPC both render these): see model_stats_json() for what each figure counts.
 struct StatisticsRow {
-  std::string name;
-  std::string version;
+  std::string name;                    ///< the model
+  std::string version;                 ///< the served version
   std::int64_t last_inference_ms = 0;  ///< ms since the Unix epoch of the last answer; 0 = none
-  std::uint64_t inference_count = 0;
-  std::uint64_t execution_count = 0;
+  std::uint64_t inference_count = 0;   ///< requests executed
+  std::uint64_t execution_count = 0;   ///< runtime requests (groups when batching)
+  /// Triton's inference_stats; compute_input and compute_output stay 0 (model_stats_json()).
   StatDuration success, fail, queue, compute_input, compute_infer, compute_output;
 };
 
