@@ -16,6 +16,7 @@
 #include "furiosa/server/grpc_codec.h"
 #include "furiosa/server/v2_protocol.h"
 #include "auth.h"
+#include "grpc_repository.h"
 #include "grpc_predict_v2.grpc.pb.h"
 
 namespace furiosa::server {
@@ -121,7 +122,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     if (!authorized(context)) return done(context, unauthenticated());
     auto* reactor = context->DefaultReactor();
     if (stopping_.load()) {
-      reactor->Finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
+      reactor->Finish(shutting_down());
       return reactor;
     }
     std::optional<ModelLease> lease;  // held until infer() returns
@@ -167,27 +168,55 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* RepositoryModelLoad(
       grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
       inference::RepositoryModelLoadResponse* response) override {
-    response->set_model_name(request->model_name());
-    return control(context, request->model_name(), true,
-                   [response](bool ok) { response->set_isloaded(ok); });
+    const std::string& name = requested_model(*request);
+    response->set_model_name(name);
+    return control(context, name, true, [response](bool ok) { response->set_isloaded(ok); },
+                   request);
   }
 
   grpc::ServerUnaryReactor* RepositoryModelUnload(
       grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
       inference::RepositoryModelUnloadResponse* response) override {
-    response->set_model_name(request->model_name());
-    return control(context, request->model_name(), false,
-                   [response](bool ok) { response->set_isunloaded(ok); });
+    const std::string& name = requested_model(*request);
+    response->set_model_name(name);
+    return control(context, name, false, [response](bool ok) { response->set_isunloaded(ok); });
+  }
+
+  /// Triton's; the rows of POST /v2/repository/index. repository_name is not looked at (the
+  /// server has one repository).
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
+                                            const inference::RepositoryIndexRequest* request,
+                                            inference::RepositoryIndexResponse* response) override {
+    if (!authorized(context)) return done(context, unauthenticated());
+    if (stopping_.load()) return done(context, shutting_down());
+    fill_repository_index(models_.index(request->ready()), *response);
+    return done(context, grpc::Status::OK);
+  }
+
+  /// Triton's; the figures of GET /v2/models[/NAME[/versions/V]]/stats.
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
+                                            const inference::ModelStatisticsRequest* request,
+                                            inference::ModelStatisticsResponse* response) override {
+    if (!authorized(context)) return done(context, unauthenticated());
+    if (stopping_.load()) return done(context, shutting_down());
+    try {
+      fill_model_statistics(statistics_rows(statistics_models(models_, *request)), *response);
+    } catch (const std::exception& e) {
+      return done(context, status_for(e));
+    }
+    return done(context, grpc::Status::OK);
   }
 
  private:
-  /// A load or unload: queued on the registry's control thread and finished when done.
+  /// A load or unload: queued on the registry's control thread and finished when done. A
+  /// load's `request` brings its parameters (load_parameters.h), checked before queueing.
   grpc::ServerUnaryReactor* control(grpc::CallbackServerContext* context, const std::string& name,
-                                    bool load, std::function<void(bool)> set_done) {
+                                    bool load, std::function<void(bool)> set_done,
+                                    const inference::RepositoryModelLoadRequest* request = nullptr) {
     if (!authorized(context)) return done(context, unauthenticated());
     auto* reactor = context->DefaultReactor();
     if (stopping_.load()) {
-      reactor->Finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
+      reactor->Finish(shutting_down());
       return reactor;
     }
     auto finish = [reactor, set_done](std::exception_ptr error) {
@@ -201,7 +230,8 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     };
     try {
       if (load) {
-        models_.load(name, finish);
+        models_.load(name, finish,
+                     request ? config_of_load_parameters(load_parameters_of(*request)) : std::nullopt);
       } else {
         models_.unload(name, finish);
       }
@@ -218,6 +248,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     const auto it = metadata.find("authorization");
     if (it == metadata.end()) return false;
     return bearer_matches(std::string_view(it->second.data(), it->second.size()), token_);
+  }
+
+  static grpc::Status shutting_down() {
+    return {grpc::StatusCode::UNAVAILABLE, "the server is shutting down"};
   }
 
   static grpc::Status unauthenticated() {

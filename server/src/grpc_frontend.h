@@ -1,5 +1,6 @@
 // furiosa-serve's gRPC front end: inference.GRPCInferenceService (server/proto/grpc_predict_v2.proto,
-// the KServe proto) on grpc++'s callback API, in front of the same ModelServices as HTTP.
+// the KServe proto with Triton's repository and statistics RPCs) on grpc++'s callback API, in
+// front of the same ModelServices as HTTP.
 #pragma once
 
 #include <atomic>
@@ -18,7 +19,8 @@ namespace furiosa::server {
 /// The gRPC server. ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata and
 /// ModelInfer (typed `contents` or `raw_input_contents`; outputs come back raw when the inputs
 /// were raw, else typed), RepositoryModelLoad/Unload (ModelRegistry::load/unload: answered when
-/// done). The KServe proto has no RepositoryIndex (the index is REST only). No thread is held
+/// done; a load's parameters as load_parameters.h), and Triton's RepositoryIndex and
+/// ModelStatistics (grpc_repository.h: the REST endpoints' figures). No thread is held
 /// per request: an inference's answer is sent from the model's completion. With a bearer token
 /// every call but ServerLive and ServerReady (probes) must carry the metadata "authorization:
 /// Bearer TOKEN", else UNAUTHENTICATED. Thread-safe.

@@ -46,6 +46,7 @@
 #include "bounded_json.h"
 #include "furiosa/server/v2_protocol.h"
 #include "introspection.h"
+#include "load_parameters.h"
 #include "server_impl.h"
 
 namespace furiosa::server {
@@ -423,7 +424,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   /// POST /v2/repository/models/NAME/load|unload: queued on the registry's control thread,
-  /// answered (200 with an empty body, or the error) when it is done.
+  /// answered (200 with an empty body, or the error) when it is done. A load body's
+  /// parameters (load_parameters.h) are checked first: a bad one is answered 400 at once.
   void control(const std::string& name, bool load) {
     auto done = [self = this->shared_from_this()](std::exception_ptr error) {
       asio::post(self->stream_.get_executor(), [self, error] {
@@ -436,7 +438,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       });
     };
     if (load) {
-      server_->models->load(name, std::move(done));
+      server_->models->load(name, std::move(done),
+                            config_of_load_parameters(load_parameters_of_json(request_.body())));
     } else {
       server_->models->unload(name, std::move(done));
     }

@@ -18,25 +18,43 @@ std::string repository_index_json(const std::vector<IndexRow>& rows) {
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string model_stats_json(const std::vector<const ModelService*>& models) {
-  json list = json::array();
+std::vector<StatisticsRow> statistics_rows(const std::vector<const ModelService*>& models) {
+  std::vector<StatisticsRow> rows;
+  rows.reserve(models.size());
   for (const ModelService* m : models) {
     const ModelStats s = m->stats();
-    auto stat = [](std::uint64_t count, std::uint64_t ns) {
-      return json{{"count", count}, {"ns", ns}};
-    };
-    list.push_back({{"name", m->entry().name},
-                    {"version", m->entry().version},
-                    {"last_inference", s.last_inference_ms},
-                    {"inference_count", s.inference_count},
-                    {"execution_count", s.execution_count},
+    StatisticsRow r;
+    r.name = m->entry().name;
+    r.version = m->entry().version;
+    r.last_inference_ms = s.last_inference_ms;
+    r.inference_count = s.inference_count;
+    r.execution_count = s.execution_count;
+    r.success = {s.success_count, s.success_ns};
+    r.fail = {s.fail_count, s.fail_ns};
+    r.queue = {s.queue_count, s.queue_ns};
+    // The runtime request's whole time (host stages and device) is compute_infer.
+    r.compute_infer = {s.execution_count, s.compute_ns};
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string model_stats_json(const std::vector<const ModelService*>& models) {
+  json list = json::array();
+  auto stat = [](const StatDuration& d) { return json{{"count", d.count}, {"ns", d.ns}}; };
+  for (const StatisticsRow& r : statistics_rows(models)) {
+    list.push_back({{"name", r.name},
+                    {"version", r.version},
+                    {"last_inference", r.last_inference_ms},
+                    {"inference_count", r.inference_count},
+                    {"execution_count", r.execution_count},
                     {"inference_stats",
-                     {{"success", stat(s.success_count, s.success_ns)},
-                      {"fail", stat(s.fail_count, s.fail_ns)},
-                      {"queue", stat(s.queue_count, s.queue_ns)},
-                      {"compute_input", stat(0, 0)},
-                      {"compute_infer", stat(s.execution_count, s.compute_ns)},
-                      {"compute_output", stat(0, 0)}}}});
+                     {{"success", stat(r.success)},
+                      {"fail", stat(r.fail)},
+                      {"queue", stat(r.queue)},
+                      {"compute_input", stat(r.compute_input)},
+                      {"compute_infer", stat(r.compute_infer)},
+                      {"compute_output", stat(r.compute_output)}}}});
   }
   return json{{"model_stats", std::move(list)}}.dump(-1, ' ', false,
                                                      json::error_handler_t::replace);

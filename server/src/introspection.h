@@ -1,9 +1,10 @@
 // Private: the JSON bodies of Triton's introspection extensions of the v2 protocol, over the
 // models a server serves: the repository index, model statistics and model configuration.
 // Protocol text: Triton's docs/protocol/extension_model_repository.md and
-// extension_statistics.md (over HTTP; the KServe gRPC proto has no such RPCs).
+// extension_statistics.md. The gRPC RPCs (grpc_repository.h) serve the same rows.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,27 @@ namespace furiosa::server {
 /// POST /v2/repository/index: [{"name", "version", "state", "reason"}] for each row
 /// (ModelRegistry::index()).
 std::string repository_index_json(const std::vector<IndexRow>& rows);
+
+/// A duration statistic of Triton's: how many, and their total nanoseconds.
+struct StatDuration {
+  std::uint64_t count = 0;  ///< how many times it happened
+  std::uint64_t ns = 0;     ///< their total duration, nanoseconds (steady clock)
+};
+
+/// One model version's statistics as Triton's statistics extension reports them (REST and
+/// gRPC both render these): see model_stats_json() for what each figure counts.
+struct StatisticsRow {
+  std::string name;                    ///< the model
+  std::string version;                 ///< the served version
+  std::int64_t last_inference_ms = 0;  ///< ms since the Unix epoch of the last answer; 0 = none
+  std::uint64_t inference_count = 0;   ///< requests executed
+  std::uint64_t execution_count = 0;   ///< runtime requests (groups when batching)
+  /// Triton's inference_stats; compute_input and compute_output stay 0 (model_stats_json()).
+  StatDuration success, fail, queue, compute_input, compute_infer, compute_output;
+};
+
+/// The statistics of `models`, in their order (each ModelService::stats() read once).
+std::vector<StatisticsRow> statistics_rows(const std::vector<const ModelService*>& models);
 
 /// GET /v2/models[/NAME[/versions/V]]/stats: {"model_stats": [...]} with, per model, name,
 /// version, last_inference (ms since the epoch), inference_count (requests executed),

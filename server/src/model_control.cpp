@@ -165,14 +165,14 @@ std::vector<IndexRow> ModelRegistry::index(bool ready_only) const {
   return out;
 }
 
-void ModelRegistry::load(const std::string& name, Done done) {
+void ModelRegistry::load(const std::string& name, Done done, std::optional<ModelConfig> config) {
   check_explicit(true, name);
-  enqueue(Job{true, name, std::move(done)});
+  enqueue(Job{true, name, std::move(done), false, std::move(config)});
 }
 
 void ModelRegistry::unload(const std::string& name, Done done) {
   check_explicit(false, name);
-  enqueue(Job{false, name, std::move(done)});
+  enqueue(Job{false, name, std::move(done), false, std::nullopt});
 }
 
 void ModelRegistry::check_explicit(bool load, const std::string& name) const {
@@ -219,12 +219,12 @@ void ModelRegistry::run_jobs() {
     std::exception_ptr error;
     try {
       if (job.load) {
-        do_load(job.name);
+        do_load(job.name, job.config ? &*job.config : nullptr);
       } else {
         bool known = true;
         if (job.forget) {
           std::lock_guard lock(mutex_);
-          known = slots_.count(job.name) != 0;  // none when its only load failed at the scan
+          known = slots_.count(job.name) != 0;
         }
         if (known) do_unload(job.name);
         if (job.forget) {
@@ -239,13 +239,21 @@ void ModelRegistry::run_jobs() {
   }
 }
 
-void ModelRegistry::do_load(const std::string& name) {
+void ModelRegistry::do_load(const std::string& name, const ModelConfig* config) {
   ModelEntry entry;
   try {
-    entry = scan_model(options_.model_repository, name);
+    entry = scan_model(options_.model_repository, name, config);
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::InvalidArgument) throw;
-    throw ServeError(ServeStatus::NotFound, e.what());
+    if (e.code() == ErrorCode::InvalidArgument) throw ServeError(ServeStatus::NotFound, e.what());
+    // A model not serving (a new folder a rescan found, say) is listed UNAVAILABLE with the
+    // error; a loaded one keeps serving its versions (the reload is refused before unloading).
+    std::lock_guard lock(mutex_);
+    Slot& slot = slots_[name];
+    if (slot.served.empty()) {
+      slot.state = "UNAVAILABLE";
+      slot.reason = one_line(e.what());
+    }
+    throw;
   }
   bool known = false;
   {
@@ -353,7 +361,7 @@ void ModelRegistry::rescan() {
       ++pending->left;
     }
     try {
-      enqueue(Job{load, name, std::move(done), forget});
+      enqueue(Job{load, name, std::move(done), forget, std::nullopt});
     } catch (...) {
       std::lock_guard lock(pending->mutex);
       --pending->left;

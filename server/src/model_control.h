@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <shared_mutex>
 #include <string>
@@ -91,7 +92,9 @@ class ModelRegistry {
   /// unload is not allowed if polling is enabled"), ServeError(Unavailable) after close().
   /// `done` gets ServeError(NotFound) for a name that is no folder of the repository, the
   /// scan's or runtime's error otherwise (the model is then UNAVAILABLE with it as reason).
-  void load(const std::string& name, Done done);
+  /// `config` (a load's "config" parameter, load_parameters.h) replaces the folder's
+  /// config.json for this load only; a later load without one reads config.json again.
+  void load(const std::string& name, Done done, std::optional<ModelConfig> config = std::nullopt);
   /// Queues a graceful unload of `name`: new requests are refused (Unavailable) at once,
   /// requests already admitted are answered, then the devices are released and `done` called.
   /// Unloading a model that is not loaded succeeds. Throws as load(); `done` gets
@@ -102,7 +105,8 @@ class ModelRegistry {
   /// (repository_poll.h) and queues, on the control thread as load()/unload() do, a load per
   /// new folder, a reload per changed one and an unload per removed one (dropped from the
   /// index); returns once they are all done (a failed load leaves its model UNAVAILABLE with
-  /// the error, printed to the log, and is retried only once its folder changes again). The
+  /// the error, printed to the log, and is retried only once its folder changes again; a new
+  /// folder whose scan fails, a broken config.json say, is listed UNAVAILABLE with it). The
   /// poll thread calls it every repository_poll_s seconds; tests call it directly. Concurrent
   /// calls run one after the other. Throws Error(InvalidArgument) in another mode, or naming
   /// the repository when it is no longer a folder (nothing is unloaded then). Not to be called
@@ -132,6 +136,7 @@ class ModelRegistry {
     std::string name;
     Done done;
     bool forget = false;  ///< an unload by rescan(): the folder is gone, its slot erased
+    std::optional<ModelConfig> config;  ///< a load's "config" parameter
   };
 
   /// Throws ServeError(InvalidArgument) when the mode does not take load/unload requests.
@@ -140,8 +145,9 @@ class ModelRegistry {
   /// The poll thread: rescan() every options_.repository_poll_s until close().
   void poll_loop();
   void run_jobs();
-  /// Loads `name` now (on the control thread, or the constructor's).
-  void do_load(const std::string& name);
+  /// Loads `name` now (on the control thread, or the constructor's), with `config` (when not
+  /// null) in place of its config.json.
+  void do_load(const std::string& name, const ModelConfig* config = nullptr);
   /// Unloads `name` now; false when the repository has no such model.
   void do_unload(const std::string& name);
   /// The served versions of `name` (mutex_ held); throws as find().

@@ -85,14 +85,11 @@ VersionPolicy read_version_policy(const fs::path& file, const nlohmann::json& va
   return policy;
 }
 
-ModelConfig read_config(const fs::path& file) {
+/// `file` names the configuration in errors (a path, or what else it came from).
+ModelConfig read_config(const fs::path& file, std::string_view text) {
   ModelConfig config;
-  std::ifstream in(file);
-  if (!in) bad_file(file, "cannot read");
-  std::stringstream text;
-  text << in.rdbuf();
   nlohmann::json j;
-  const JsonParse parsed = parse_bounded_json(text.str(), j);
+  const JsonParse parsed = parse_bounded_json(text, j);
   if (parsed == JsonParse::TooDeep) bad_file(file, fmt::format("nested deeper than {} levels", kMaxJsonDepth));
   if (parsed != JsonParse::Ok || !j.is_object()) bad_file(file, "not a JSON object");
   for (const auto& [key, value] : j.items()) {
@@ -196,11 +193,23 @@ ModelConfig read_config(const fs::path& file) {
   return config;
 }
 
+ModelConfig read_config(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) bad_file(file, "cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return read_config(file, text.str());
+}
+
 }  // namespace
+
+ModelConfig parse_model_config(std::string_view text, const std::string& origin) {
+  return read_config(fs::path(origin), text);
+}
 
 namespace {
 
-ModelEntry scan_folder(const fs::path& model_dir) {
+ModelEntry scan_folder(const fs::path& model_dir, const ModelConfig* config) {
   std::error_code ec;
   ModelEntry entry;
   entry.name = model_dir.filename().string();
@@ -223,7 +232,9 @@ ModelEntry scan_folder(const fs::path& model_dir) {
     entry.versions.push_back(std::to_string(v));
     entry.files.push_back(p);
   }
-  if (fs::is_regular_file(model_dir / "config.json", ec))
+  if (config)
+    entry.config = *config;
+  else if (fs::is_regular_file(model_dir / "config.json", ec))
     entry.config = read_config(model_dir / "config.json");
   return for_version(entry, entry.versions.back(), entry.versions);
 }
@@ -238,13 +249,13 @@ std::vector<ModelEntry> scan_model_repository(const fs::path& dir) {
   }
   std::vector<ModelEntry> models;
   for (const auto& model_dir : fs::directory_iterator(dir)) {
-    if (model_dir.is_directory()) models.push_back(scan_folder(model_dir.path()));
+    if (model_dir.is_directory()) models.push_back(scan_folder(model_dir.path(), nullptr));
   }
   std::sort(models.begin(), models.end(), [](const ModelEntry& a, const ModelEntry& b) { return a.name < b.name; });
   return models;
 }
 
-ModelEntry scan_model(const fs::path& dir, const std::string& name) {
+ModelEntry scan_model(const fs::path& dir, const std::string& name, const ModelConfig* config) {
   std::error_code ec;
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos || !fs::is_directory(dir / name, ec)) {
@@ -252,7 +263,7 @@ ModelEntry scan_model(const fs::path& dir, const std::string& name) {
                 fmt::format("unknown model '{}': no such folder in the model repository",
                             escape_text(name)));
   }
-  return scan_folder(dir / name);
+  return scan_folder(dir / name, config);
 }
 
 std::vector<std::string> served_versions(const ModelEntry& entry) {

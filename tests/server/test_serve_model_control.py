@@ -1,8 +1,9 @@
 """furiosa-serve's model control and introspection (Triton's model repository and statistics
 extensions, issue 30): the repository index, load/unload with --model-control-mode explicit (a
 graceful unload, the device released for another model), none refusing them, version policies,
-and statistics counting the requests sent. Over HTTP, plus gRPC's RepositoryModelLoad/Unload (the
-KServe proto has no RepositoryIndex). Run by ctest (tests/CMakeLists.txt) like test_serve.py."""
+and statistics counting the requests sent. Over HTTP, plus gRPC's RepositoryModelLoad/Unload
+(Triton's RepositoryIndex and ModelStatistics: test_serve_grpc_repository.py). Run by ctest
+(tests/CMakeLists.txt) like test_serve.py."""
 
 import json
 import os

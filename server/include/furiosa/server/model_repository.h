@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace furiosa::server {
@@ -89,10 +90,17 @@ struct ModelEntry {
 /// allowed (the server then reports ready with no models).
 std::vector<ModelEntry> scan_model_repository(const std::filesystem::path& dir);
 
-/// Scans the one model folder `dir` / `name` as scan_model_repository() does. Throws the same
-/// errors; Error(InvalidArgument) naming the model (escaped) when `name` is not a folder name
-/// of `dir` (empty, ".", "..", with a '/', or missing).
-ModelEntry scan_model(const std::filesystem::path& dir, const std::string& name);
+/// Scans the one model folder `dir` / `name` as scan_model_repository() does, with `config`
+/// (when not null) in place of the folder's config.json, which is then not read. Throws the
+/// same errors; Error(InvalidArgument) naming the model (escaped) when `name` is not a folder
+/// name of `dir` (empty, ".", "..", with a '/', or missing).
+ModelEntry scan_model(const std::filesystem::path& dir, const std::string& name,
+                      const ModelConfig* config = nullptr);
+
+/// Parses `text` as config.json is parsed and checked (the same bounded, depth-limited parser
+/// and rules). Throws Error(ModelLoadFailed) "ORIGIN: what is wrong" (one line) for text that
+/// is not a valid configuration. Thread-safe.
+ModelConfig parse_model_config(std::string_view text, const std::string& origin);
 
 /// The versions of a scanned `entry` its version policy serves, ascending. Throws
 /// Error(ModelLoadFailed) naming the model and version when a "specific" version is missing.

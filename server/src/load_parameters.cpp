@@ -1,0 +1,72 @@
+// Load request parameters (load_parameters.h).
+#include "load_parameters.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bounded_json.h"
+#include "furiosa/core/error.h"
+#include "furiosa/core/text.h"
+#include "serve_error.h"
+
+namespace furiosa::server {
+
+LoadParameters load_parameters_of_json(std::string_view body) {
+  LoadParameters out;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return out;
+  nlohmann::json j;
+  const JsonParse parsed = parse_bounded_json(body, j);
+  if (parsed == JsonParse::TooDeep) {
+    throw ServeError(ServeStatus::InvalidArgument,
+                     fmt::format("the load request is nested deeper than {} levels", kMaxJsonDepth));
+  }
+  if (parsed != JsonParse::Ok || !j.is_object())
+    throw ServeError(ServeStatus::InvalidArgument, "the load request must be a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "parameters") {
+      throw ServeError(ServeStatus::InvalidArgument,
+                       fmt::format("unknown key \"{}\" in the load request (known: parameters)",
+                                   escape_text(key)));
+    }
+    if (!value.is_object())
+      throw ServeError(ServeStatus::InvalidArgument, "\"parameters\" must be a JSON object");
+    for (const auto& [name, v] : value.items()) {
+      out[name] = v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+    }
+  }
+  return out;
+}
+
+std::optional<ModelConfig> config_of_load_parameters(const LoadParameters& parameters) {
+  std::optional<ModelConfig> config;
+  for (const auto& [name, value] : parameters) {
+    if (name.rfind("file:", 0) == 0) {
+      throw ServeError(
+          ServeStatus::InvalidArgument,
+          fmt::format("load parameter '{}': model files sent with the load request (Triton's "
+                      "\"file:\" parameters) are not supported; put the model in the repository",
+                      escape_text(name)));
+    }
+    if (name != "config") {
+      throw ServeError(ServeStatus::InvalidArgument,
+                       fmt::format("unknown load parameter '{}' (known: config)", escape_text(name)));
+    }
+    if (!value) {
+      throw ServeError(ServeStatus::InvalidArgument,
+                       "load parameter 'config' must be a string holding a JSON model configuration");
+    }
+    if (value->size() > kMaxConfigParameterBytes) {
+      throw ServeError(ServeStatus::InvalidArgument,
+                       fmt::format("load parameter 'config' is longer than {} bytes",
+                                   kMaxConfigParameterBytes));
+    }
+    try {
+      config = parse_model_config(*value, "load parameter 'config'");
+    } catch (const Error& e) {
+      throw ServeError(ServeStatus::InvalidArgument, one_line(e.message()));
+    }
+  }
+  return config;
+}
+
+}  // namespace furiosa::server
