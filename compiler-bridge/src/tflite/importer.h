@@ -10,7 +10,7 @@
 //   transpose_conv.cpp  TRANSPOSE_CONV
 //   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST, RELU6, RELU_N1_TO_1
 //   arithmetic.cpp      SUB, MUL, DIV, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
-//                       HARD_SWISH, EXP, RSQRT
+//                       HARD_SWISH, EXP, RSQRT, SQRT; the float32 forms of ADD and these
 //   pooling.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, RESIZE_*, MEAN, ARG_MAX, ARG_MIN
 //   data_movement.cpp   RESHAPE, CONCATENATION, PAD, PADV2, SHAPE, STRIDED_SLICE, PACK, TILE,
 //   GATHER,
@@ -190,6 +190,9 @@ class Importer {
   void require_quantized_weight(int w) const;
   /// The output clamp of a fused activation (TFLite CalculateActivationRangeQuantized).
   std::array<std::int32_t, 2> activation_range(fb::ActivationFunctionType act, int y) const;
+  /// The float32 clamp of a fused activation (kernels/kernel_util.h
+  /// CalculateActivationRange<float>): NONE, RELU, RELU6, RELU_N1_TO_1.
+  std::array<float, 2> float_activation_range(fb::ActivationFunctionType act) const;
   /// Explicit pads and output size of one spatial dim.
   struct Dim {
     std::int64_t before = 0, after = 0, out = 0;
@@ -278,6 +281,15 @@ class Importer {
   /// SUB ("sub"), MUL ("mul"), DIV ("div"), PRELU ("prelu") or SQUARED_DIFFERENCE
   /// ("squared_difference") -> furiosa::TFLiteBinary with TFLite's fixed-point multipliers (host).
   void tflite_binary(const fb::Operator& op, const std::string& kind);
+  /// The float32 forms of ADD, SUB, MUL, DIV (`kind` "add", ... with the fused activation's
+  /// clamp), SQUARED_DIFFERENCE and PRELU -> furiosa::TFLiteFloat (reference/{add,sub,mul,div,
+  /// prelu}.h, kernels/squared_difference.cc; host).
+  void float_binary(const fb::Operator& op, const std::string& kind);
+  /// The int32 forms of ADD, SUB, MUL (`kind` "add", "sub", "mul"; reference/{add,sub,mul}.h, with
+  /// CalculateActivationRange<int32_t>) -> Add / Sub / Mul (+ Clip), folded on constants.
+  void int_binary(const fb::Operator& op, const std::string& kind);
+  /// SQRT (float32, kernels/elementwise.cc) -> Sqrt (host).
+  void sqrt_op(const fb::Operator& op);
   /// MINIMUM / MAXIMUM -> Min / Max of the stored values.
   void min_max(const fb::Operator& op, bool max);
   /// LEAKY_RELU -> furiosa::Requantize with TFLite's fixed-point rule as a table.

@@ -223,20 +223,7 @@ void Importer::transpose_conv(const fb::Operator& op) {
 }
 
 void Importer::transpose_conv_float(const TransposeConvOperands& t) {
-  // CalculateActivationRange<float> (kernels/kernel_util.h).
-  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
-  switch (t.act) {
-    case fb::ActivationFunctionType::NONE: break;
-    case fb::ActivationFunctionType::RELU: lo = 0.0f; break;
-    case fb::ActivationFunctionType::RELU6: lo = 0.0f, hi = 6.0f; break;
-    case fb::ActivationFunctionType::RELU_N1_TO_1: lo = -1.0f, hi = 1.0f; break;
-    default: {
-      const char* name = fb::EnumNameActivationFunctionType(t.act);
-      unsupported(
-          fmt::format("fused activation {} is not supported (NONE, RELU, RELU_N1_TO_1, RELU6)",
-                      name && *name ? name : std::to_string(static_cast<int>(t.act))));
-    }
-  }
+  const auto [lo, hi] = float_activation_range(t.act);
   std::vector<int> inputs = {model_view(t.x), model_view(t.w)};
   if (t.b >= 0) inputs.push_back(model_view(t.b));
   add_node("TFLiteTransposeConv", "furiosa", std::move(inputs), {output_model(t.y)},
