@@ -250,7 +250,8 @@ class Importer {
     std::vector<std::int64_t> out;  ///< output_shape [N, H, W, O]
   };
   /// The operands of TRANSPOSE_CONV, checked: a constant int32 [4] output_shape that a forward
-  /// convolution of the output maps back onto the input, one type, an int32 (float32) bias [O].
+  /// convolution of the output maps back onto the input, one type, an int32 (float32) bias [O]
+  /// (int8: with zero point 0, as kernels/transpose_conv.cc Prepare requires).
   TransposeConvOperands transpose_conv_operands(const fb::Operator& op) const;
   /// TRANSPOSE_CONV -> (Reshape, Pad, Reshape,) Pad, QLinearConv with flipped weights (8-bit, NPU)
   /// or furiosa::TFLiteTransposeConv (float32, host).

@@ -117,6 +117,15 @@ Importer::TransposeConvOperands Importer::transpose_conv_operands(const fb::Oper
       bad(fmt::format("bias '{}' must be {} [{}], is {} {}", info(t.b).name, dtype_name(bd), ws[0],
                       dtype_name(dtype(t.b)), shape_to_string(info(t.b).shape)));
     }
+    // kernels/transpose_conv.cc Prepare: TF_LITE_ENSURE_EQ(bias->params.zero_point, 0) for int8,
+    // the legacy zero point being the first one stored (interpreter_builder.cc
+    // GetLegacyQuantization, read only when scales and zero points are both present).
+    const fb::QuantizationParameters* bq = info(t.b).q;
+    if (xd == DType::Int8 && bq && bq->scale() && bq->scale()->size() > 0 && bq->zero_point() &&
+        bq->zero_point()->size() > 0 && bq->zero_point()->Get(0) != 0) {
+      unsupported(fmt::format("int8 bias '{}' has zero point {}; TFLite's TRANSPOSE_CONV requires 0",
+                              info(t.b).name, bq->zero_point()->Get(0)));
+    }
   }
   return t;
 }
