@@ -1,9 +1,12 @@
-// TILE whose multiples a model computes from the shape of a tensor, against the TFLite peer
-// (TensorFlow Lite 2.14's reference kernels, tflite_peer.h): SHAPE -> STRIDED_SLICE ->
+// Operands a model computes from the shape of a tensor, against the TFLite peer (TensorFlow
+// Lite 2.14's reference kernels, tflite_peer.h). TILE multiples from SHAPE -> STRIDED_SLICE ->
 // MUL (int32) -> CONCATENATION, and SHAPE -> STRIDED_SLICE (shrunk to scalars) -> PACK -> CAST
-// (int64). All shapes are static, so the importer's SHAPE constant and the compiler's
-// fold_constants pass evaluate the chain at compile time: the outputs equal the peer's byte for
-// byte, every node of the chain is "constant" in the report and only TILE runs on the host.
+// (int64): the importer's SHAPE constant and the compiler's fold_constants pass evaluate the chain
+// at compile time, every node of it is "constant" in the report and only TILE runs on the host.
+// RESIZE_BILINEAR's size and TRANSPOSE_CONV's output_shape, which the importer needs as
+// constants, from the same chains evaluated at import (shape_values.cpp). Outputs equal the
+// peer's byte for byte. A size that depends on a graph input is refused naming the operator and
+// the input.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "furiosa/compiler/compiler.h"
+#include "furiosa/core/error.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 #include "tflite_peer.h"
@@ -27,8 +31,8 @@ namespace {
 
 using Dims = std::vector<std::int32_t>;
 
-constexpr int kConcatenation = 2, kMul = 18, kStridedSlice = 45, kCast = 53, kTile = 69,
-              kShape = 77, kPack = 83;
+constexpr int kConcatenation = 2, kMul = 18, kResizeBilinear = 23, kStridedSlice = 45, kCast = 53,
+              kTransposeConv = 67, kTile = 69, kShape = 77, kPack = 83;
 
 /// An int32 constant tensor of `shape` holding `v`.
 int ints(TfliteWriter& w, const std::string& name, const std::vector<std::int32_t>& v,
@@ -88,7 +92,133 @@ std::string pack_model() {
   return w.finish({x}, {y});
 }
 
+/// x [1, 4, 5, 3] (int8 or float32) resized to size = SHAPE(x)[1:3] * scale (constant [2, 2], or
+/// a graph input when `scale_input`).
+std::string resize_model(bool i8, bool scale_input) {
+  TfliteWriter w;
+  const test::QSpec q{{0.05f}, {3}};
+  const fb::TensorType type = i8 ? fb::TensorType::INT8 : fb::TensorType::FLOAT32;
+  const int x = w.tensor("x", type, {1, 4, 5, 3}, i8 ? &q : nullptr);
+  const int s = w.tensor("shape", fb::TensorType::INT32, {4});
+  w.op(kShape, {x}, {s}, fb::BuiltinOptions::ShapeOptions,
+       fb::CreateShapeOptions(w.builder(), fb::TensorType::INT32).Union());
+  const int hw = w.tensor("hw", fb::TensorType::INT32, {2});
+  w.op(kStridedSlice,
+       {s, ints(w, "begin", {1}, {1}), ints(w, "end", {3}, {1}), ints(w, "strides", {1}, {1})},
+       {hw}, fb::BuiltinOptions::StridedSliceOptions,
+       fb::CreateStridedSliceOptions(w.builder()).Union());
+  const int scale = scale_input ? w.tensor("scale", fb::TensorType::INT32, {2})
+                                : ints(w, "scale", {2, 2}, {2});
+  const int size = w.tensor("size", fb::TensorType::INT32, {2});
+  w.op(kMul, {hw, scale}, {size}, fb::BuiltinOptions::MulOptions,
+       fb::CreateMulOptions(w.builder(), fb::ActivationFunctionType::NONE).Union());
+  const int y = w.tensor("y", type, {1, 8, 10, 3}, i8 ? &q : nullptr);
+  w.op(kResizeBilinear, {x, size}, {y}, fb::BuiltinOptions::ResizeBilinearOptions,
+       fb::CreateResizeBilinearOptions(w.builder(), false, true).Union());
+  return w.finish(scale_input ? std::vector<std::int32_t>{x, scale} : std::vector<std::int32_t>{x},
+                  {y});
+}
+
+/// x [1, 4, 5, 2] float32, TRANSPOSE_CONV stride 2 SAME with output_shape PACK(n, 2 h, 2 w, 3)
+/// from shrunk STRIDED_SLICEs of SHAPE(x) and scalar MULs.
+std::string transpose_conv_model() {
+  TfliteWriter w;
+  const int x = w.tensor("x", fb::TensorType::FLOAT32, {1, 4, 5, 2});
+  const int s = w.tensor("shape", fb::TensorType::INT32, {4});
+  w.op(kShape, {x}, {s}, fb::BuiltinOptions::ShapeOptions,
+       fb::CreateShapeOptions(w.builder(), fb::TensorType::INT32).Union());
+  const int n = slice1(w, s, 0, true, "n");
+  std::vector<std::int32_t> dims = {n};
+  for (std::int32_t axis : {1, 2}) {
+    const int d = slice1(w, s, axis, true, fmt::format("d{}", axis));
+    const int d2 = w.tensor(fmt::format("d{}x2", axis), fb::TensorType::INT32, {});
+    w.op(kMul, {d, ints(w, fmt::format("two{}", axis), {2}, {})}, {d2},
+         fb::BuiltinOptions::MulOptions,
+         fb::CreateMulOptions(w.builder(), fb::ActivationFunctionType::NONE).Union());
+    dims.push_back(d2);
+  }
+  dims.push_back(ints(w, "channels", {3}, {}));
+  const int os = w.tensor("output_shape", fb::TensorType::INT32, {4});
+  w.op(kPack, dims, {os}, fb::BuiltinOptions::PackOptions,
+       fb::CreatePackOptions(w.builder(), 4, 0).Union());
+  std::vector<float> wv(3 * 3 * 3 * 2);
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  const auto w_bytes = test::raw_bytes(wv);
+  const int k = w.tensor("weights", fb::TensorType::FLOAT32, {3, 3, 3, 2}, nullptr, &w_bytes);
+  const int y = w.tensor("y", fb::TensorType::FLOAT32, {1, 8, 10, 3});
+  w.op(kTransposeConv, {os, k, x}, {y}, fb::BuiltinOptions::TransposeConvOptions,
+       fb::CreateTransposeConvOptions(w.builder(), fb::Padding::SAME, 2, 2).Union());
+  return w.finish({x}, {y});
+}
+
+Tensor input_of(DType d, const Shape& shape) {
+  if (d != DType::Float32) return test::seeded_ints(d, shape, -128, 127, 31);
+  Tensor x(DType::Float32, shape);
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  for (auto& v : x.as<float>()) v = dist(rng);
+  return x;
+}
+
 }  // namespace
+
+TEST_CASE(
+    "TFLite peer: RESIZE_BILINEAR size and TRANSPOSE_CONV output_shape from SHAPE -> "
+    "STRIDED_SLICE -> MUL / PACK, evaluated at import",
+    "[tflite_peer]") {
+  struct Case {
+    std::string name, bytes;
+    DType d;
+    Shape in;
+  };
+  const std::vector<Case> cases = {
+      {"shape_chain_resize_int8", resize_model(true, false), DType::Int8, {1, 4, 5, 3}},
+      {"shape_chain_resize_float32", resize_model(false, false), DType::Float32, {1, 4, 5, 3}},
+      {"shape_chain_transpose_conv", transpose_conv_model(), DType::Float32, {1, 4, 5, 2}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const auto path = test::write_peer_model(c.name + ".tflite", c.bytes);
+    runtime::RunnerOptions o;
+    o.worker_num = 1;
+    o.device = "npu0pe0";
+    auto runner = runtime::create_runner(path, o);
+    const Tensor x = input_of(c.d, c.in);
+    const auto ours = runner->run({x});
+    const auto peer = test::run_tflite_peer(path, {x}, ours);
+    REQUIRE(ours.size() == 1);
+    REQUIRE(peer.size() == 1);
+    REQUIRE(ours[0].shape() == peer[0].shape());
+    fmt::print("tflite peer: {}: worst difference {}\n", c.name,
+               test::worst_difference(ours[0], peer[0]));
+    CHECK(test::worst_difference(ours[0], peer[0]) == 0);
+    CHECK(std::memcmp(ours[0].bytes().data(), peer[0].bytes().data(), ours[0].size_bytes()) == 0);
+    CHECK(test::distinct(ours[0]) > 8);
+    for (const auto& line : compiler::summarize_placement(runner->compiled()).host_steps) {
+      INFO(line);
+      for (const char* op : {"SHAPE#", "STRIDED_SLICE#", "MUL#", "PACK#"})
+        CHECK_THAT(line, !Catch::Contains(op));
+    }
+  }
+}
+
+TEST_CASE("TFLite: a RESIZE_BILINEAR size computed from a graph input is refused naming where",
+          "[tflite_peer][errors]") {
+  const auto path = test::write_peer_model("shape_chain_resize_dynamic.tflite", resize_model(true, true));
+  runtime::RunnerOptions o;
+  o.worker_num = 1;
+  o.device = "npu0pe0";
+  try {
+    (void)runtime::create_runner(path, o);
+    FAIL("the model was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    CHECK_THAT(e.message(),
+               Catch::Contains("operator 3 (RESIZE_BILINEAR)") &&
+                   Catch::Contains("size 'size' must be a constant; it stays dynamic at operator 2 "
+                                   "(MUL), whose input 'scale' is known only at run time"));
+  }
+}
 
 TEST_CASE(
     "TFLite peer: TILE multiples from SHAPE -> STRIDED_SLICE -> MUL / CONCATENATION / PACK / "

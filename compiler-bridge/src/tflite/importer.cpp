@@ -205,7 +205,9 @@ Graph Importer::run() {
       op_index_ = static_cast<int>(i);
       code_ = builtin_code(op);
       op_name_ = code_ == kCustom ? custom_code(op) : tflite_builtin_name(code_);
+      const std::size_t first_node = g_.nodes.size();
       map_operator(op);
+      fold_shape_values(op, first_node);
     }
   }
   op_index_ = -1;

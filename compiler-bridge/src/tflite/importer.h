@@ -20,6 +20,7 @@
 //   slicing.cpp         SLICE, MIRROR_PAD
 //   reduce.cpp          SUM, REDUCE_MAX
 //   detection.cpp       TFLite_Detection_PostProcess
+//   shape_values.cpp    int32/int64 shape arithmetic evaluated at import
 // The tables and multipliers are computed by the importer; the device only knows the generic
 // fixed-point rule (isa.h) and 256-entry tables (host/lookup_table.h).
 #pragma once
@@ -82,6 +83,10 @@ struct TInfo {
   const flatbuffers::Vector<std::uint8_t>* data = nullptr;  ///< constant data, or null
   int model = -1;                                           ///< IR value in the model's layout
   int nchw = -1;                                            ///< IR value in NCHW (4-D tensors only)
+  /// int32/int64 values evaluated at import from static shapes (shape_values.cpp), or none.
+  std::optional<Tensor> value;
+  int producer = -1;          ///< the operator writing this tensor, -1 for inputs and constants
+  std::string producer_name;  ///< its name
 };
 
 /// Maps subgraph 0 of one verified model to the graph IR. Single use: construct, then run() once.
@@ -133,6 +138,8 @@ class Importer {
   ChannelQuant channel_quant(int t) const;
   /// Per-tensor quantization of an 8-bit activation.
   Quant quant(int t) const;
+  /// Whether tensor t is known at import: constant data or a value evaluated from static shapes.
+  bool is_constant(int t) const;
   /// The integer values of constant tensor t (int32 or int64).
   std::vector<std::int64_t> int_constant(int t, const char* what) const;
 
@@ -312,6 +319,16 @@ class Importer {
   /// ARG_MAX / ARG_MIN -> ArgMax / ArgMin (+ Cast to int32).
   void arg_min_max(const fb::Operator& op, bool max);
 
+  // ---- shape values evaluated at import (shape_values.cpp) ---------------------------------------
+  /// Evaluates the IR nodes the operator added (from first_node on) with the host operator
+  /// library when all their inputs are known, so its int32/int64 outputs get TInfo::value (the
+  /// SHAPE -> STRIDED_SLICE -> MUL -> PACK / CONCATENATION -> CAST chains of TFLite exports, whose
+  /// shapes kernels/shape.cc gives statically); records each output's producer.
+  void fold_shape_values(const fb::Operator& op, std::size_t first_node);
+  /// Why tensor t is not known at import, for a refusal: "; it stays dynamic at operator k (NAME),
+  /// whose input 'x' is known only at run time", or "" for a graph input.
+  std::string dynamic_origin(int t) const;
+
   // ---- reshapes, concatenation, data movement (data_movement.cpp) -------------------------------
   /// RESHAPE -> Reshape to the output tensor's shape.
   void reshape(const fb::Operator& op);
@@ -386,6 +403,7 @@ class Importer {
   Graph g_;
   std::vector<TInfo> t_;
   std::set<std::string> names_;
+  std::map<int, Tensor> folded_;  ///< IR value -> its value evaluated at import (shape_values.cpp)
   int op_index_ = -1;  ///< the operator being mapped, -1 outside
   int code_ = -1;      ///< its builtin code
   std::string op_name_;

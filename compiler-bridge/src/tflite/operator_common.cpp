@@ -68,7 +68,7 @@ void Importer::require_quantized(std::initializer_list<int> tensors) const {
 }
 
 void Importer::require_constant(int t, const char* what) const {
-  if (!info(t).data) bad(fmt::format("{} '{}' must be a constant", what, info(t).name));
+  if (!is_constant(t)) bad(fmt::format("{} '{}' must be a constant{}", what, info(t).name, dynamic_origin(t)));
 }
 
 void Importer::require_quantized_weight(int w) const {

@@ -57,8 +57,9 @@ Importer::TransposeConvOperands Importer::transpose_conv_operands(const fb::Oper
   }
   // output_shape: a constant int32 [4] (TFLite resizes the output from it; a computed one would
   // give the output a shape known only when the model runs).
-  if (!info(t.shape).data) {
-    unsupported(fmt::format("output_shape '{}' must be a constant", info(t.shape).name));
+  if (!is_constant(t.shape)) {
+    unsupported(fmt::format("output_shape '{}' must be a constant{}", info(t.shape).name,
+                            dynamic_origin(t.shape)));
   }
   if (dtype(t.shape) != DType::Int32 || info(t.shape).shape != Shape{4}) {
     bad(fmt::format("output_shape '{}' must be int32 [4], is {} {}", info(t.shape).name,
