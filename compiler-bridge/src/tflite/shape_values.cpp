@@ -54,6 +54,17 @@ void Importer::fold_shape_values(const fb::Operator& op, std::size_t first_node)
     if (!host::cpu_op_supported(n, dtypes, nullptr)) return;
     std::vector<Tensor> res;
     try {
+      // Shapes first: a node whose result would be large (a hostile FILL / Expand size) is left
+      // to the compiler, which applies its own limits.
+      std::vector<host::CpuValueInfo> infos(ins.size());
+      std::vector<const host::CpuValueInfo*> info_ptrs;
+      for (std::size_t k = 0; k < ins.size(); ++k) {
+        if (ins[k]) infos[k] = {ins[k]->dtype(), ins[k]->shape(), ins[k]};
+        info_ptrs.push_back(ins[k] ? &infos[k] : nullptr);
+      }
+      for (const auto& [d, shape] : host::cpu_op_infer(n, info_ptrs)) {
+        if (element_count(shape) > kMaxFoldedElements) return;
+      }
       res = host::run_cpu_op(n, ins);
     } catch (const Error&) {
       return;  // left to the compiler, whose fold_constants meets the same node and reports it
