@@ -13,7 +13,8 @@ const OpRows& op_rows() {
     OpRows all;
     for (OpRows (*family)() :
          {softmax_ops, elementwise_ops, matmul_ops, conv_pool_ops, reduce_ops, data_movement_ops,
-          quantize_ops, resize_ops, detection_ops, tflite_arith_ops, tflite_transpose_conv_ops}) {
+          quantize_ops, resize_ops, detection_ops, tflite_arith_ops, tflite_transpose_conv_ops,
+          tflite_float_ops}) {
       OpRows part = family();
       all.onnx.insert(all.onnx.end(), part.onnx.begin(), part.onnx.end());
       all.furiosa.insert(all.furiosa.end(), part.furiosa.begin(), part.furiosa.end());

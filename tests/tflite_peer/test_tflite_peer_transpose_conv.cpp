@@ -5,7 +5,7 @@
 // 4x4, with and without bias, fused RELU / RELU6 / RELU_N1_TO_1, output shapes other than the
 // largest one a stride allows; outputs compared byte for byte. And the refusals: a computed
 // output_shape, an output_shape that no forward convolution maps onto the input, int8 weights
-// with one scale for several output channels.
+// with one scale for several output channels, an int8 bias whose zero point is not 0.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -298,5 +298,24 @@ TEST_CASE("TFLite: refusals of TRANSPOSE_CONV are one line naming the operator a
     const std::string msg = refused(w.finish({x}, {y}), "transpose_conv_int8_per_tensor.tflite");
     CHECK_THAT(msg, Catch::Contains("operator 0 (TRANSPOSE_CONV)") &&
                         Catch::Contains("int8 weights 'weights' have 1 scales along dim 0"));
+  }
+  {  // an int8 bias with zero point 3 (TFLite's Prepare requires 0), its name escaped
+    TfliteWriter w;
+    const auto shape_bytes = test::raw_bytes(Dims{1, 8, 8, 3});
+    const QSpec q8{{0.05f}, {0}}, qw8{{0.01f, 0.01f, 0.01f}, {0, 0, 0}, 0},
+        qb8{{0.0005f, 0.0005f, 0.0005f}, {3, 0, 0}, 0};
+    const std::vector<std::uint8_t> w8(3 * 3 * 3 * 2, 3);
+    const auto b_bytes = test::raw_bytes(std::vector<std::int32_t>{10, -20, 30});
+    const int s = w.tensor("output_shape", fb::TensorType::INT32, {4}, nullptr, &shape_bytes);
+    const int k = w.tensor("weights", fb::TensorType::INT8, {3, 3, 3, 2}, &qw8, &w8);
+    const int x = w.tensor("x", fb::TensorType::INT8, {1, 4, 4, 2}, &q8);
+    const int y = w.tensor("y", fb::TensorType::INT8, {1, 8, 8, 3}, &q8);
+    const int b = w.tensor("bias\n\x1b[1m", fb::TensorType::INT32, {3}, &qb8, &b_bytes);
+    w.op(kTransposeConv, {s, k, x, b}, {y}, fb::BuiltinOptions::TransposeConvOptions,
+         options(w, fb::Padding::SAME, 2));
+    const std::string msg = refused(w.finish({x}, {y}), "transpose_conv_int8_bias_zp.tflite");
+    CHECK_THAT(msg, Catch::Contains("operator 0 (TRANSPOSE_CONV)") &&
+                        Catch::Contains("int8 bias 'bias\\x0a\\x1b[1m' has zero point 3; "
+                                        "TFLite's TRANSPOSE_CONV requires 0"));
   }
 }

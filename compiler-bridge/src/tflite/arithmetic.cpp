@@ -26,6 +26,12 @@
 //    GetInvSqrtQuantizedMultiplierExp, scaled by QuantizeMultiplier(1 / (sqrt(in_scale) *
 //    out_scale)) with TFLite's shift of 20, + zp_out, as a table (NPU); q == zp_in gives 127, and
 //    so does q < zp_in, on which TFLite's kernel fails the invocation instead;
+//  - float32 ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE, PRELU, LEAKY_RELU, HARD_SWISH: the reference
+//    kernels' float expressions (reference/{add,sub,mul,div,prelu,leaky_relu,hard_swish}.h) ->
+//    furiosa::TFLiteFloat (host), whose LeakyRelu and HardSwish keep TFLite's signed zeros where
+//    ONNX's LeakyRelu and HardSwish differ; int32 ADD, SUB, MUL (shape arithmetic: SHAPE ->
+//    STRIDED_SLICE -> MUL -> TILE multiples) -> Add / Sub / Mul (+ Clip for a fused activation),
+//    which fold_constants evaluates at compile time when the operands are constants; SQRT (float32 only, as TFLite) -> Sqrt (host);
 //  - EXP (kernels/exp.cc, LUTPopulate; int8 and float32 only, as TFLite): exp of the dequantized
 //  value in float32, times
 //    1 / out_scale, rounded half away from zero, + out_zp, as a 256-entry table (NPU).
@@ -145,9 +151,82 @@ void Importer::binary_operands(const fb::Operator& op, int& a, int& b, int& y) c
   check_output_shape(y, *shape);
 }
 
+void Importer::float_binary(const fb::Operator& op, const std::string& kind) {
+  int a = -1, b = -1, y = -1;
+  binary_operands(op, a, b, y);
+  for (int t : {a, b, y}) {
+    if (dtype(t) != DType::Float32) {
+      bad(fmt::format("'{}' is {}; the operands of a float32 {} must all be float32", info(t).name,
+                      dtype_name(dtype(t)), op_name_));
+    }
+  }
+  fb::ActivationFunctionType act = fb::ActivationFunctionType::NONE;
+  if (const auto* o = op.builtin_options_as_AddOptions()) act = o->fused_activation_function();
+  if (const auto* o = op.builtin_options_as_SubOptions()) act = o->fused_activation_function();
+  if (const auto* o = op.builtin_options_as_MulOptions()) act = o->fused_activation_function();
+  if (const auto* o = op.builtin_options_as_DivOptions()) act = o->fused_activation_function();
+  const auto [lo, hi] = float_activation_range(act);
+  add_node("TFLiteFloat", "furiosa", {model_view(a), model_view(b)}, {output_model(y)},
+           {{"kind", kind}, {"activation_min", lo}, {"activation_max", hi}});
+}
+
+void Importer::int_binary(const fb::Operator& op, const std::string& kind) {
+  int a = -1, b = -1, y = -1;
+  binary_operands(op, a, b, y);
+  for (int t : {a, b, y}) {
+    if (dtype(t) != DType::Int32) {
+      bad(fmt::format("'{}' is {}; the operands of an int32 {} must all be int32", info(t).name,
+                      dtype_name(dtype(t)), op_name_));
+    }
+  }
+  fb::ActivationFunctionType act = fb::ActivationFunctionType::NONE;
+  if (const auto* o = op.builtin_options_as_AddOptions()) act = o->fused_activation_function();
+  if (const auto* o = op.builtin_options_as_SubOptions()) act = o->fused_activation_function();
+  if (const auto* o = op.builtin_options_as_MulOptions()) act = o->fused_activation_function();
+  // CalculateActivationRange<int32_t> (kernels/kernel_util.h): RELU6 and RELU_N1_TO_1 clamp to
+  // whole numbers.
+  std::optional<std::array<std::int32_t, 2>> range;
+  switch (act) {
+    case fb::ActivationFunctionType::NONE: break;
+    case fb::ActivationFunctionType::RELU: range = {{0, INT32_MAX}}; break;
+    case fb::ActivationFunctionType::RELU6: range = {{0, 6}}; break;
+    case fb::ActivationFunctionType::RELU_N1_TO_1: range = {{-1, 1}}; break;
+    default: float_activation_range(act);  // refuses it
+  }
+  const std::string op_type = kind == "add" ? "Add" : kind == "sub" ? "Sub" : "Mul";
+  if (!range) {
+    add_node(op_type, "", {model_view(a), model_view(b)}, {output_model(y)}, {});
+    return;
+  }
+  const std::string base = info(y).name;
+  const int v = add_value(base + "/unclamped", DType::Int32, info(y).shape);
+  add_node(op_type, "", {model_view(a), model_view(b)}, {v}, {}, "/unclamped");
+  Tensor lo(DType::Int32, {}), hi(DType::Int32, {});
+  lo.as<std::int32_t>()[0] = (*range)[0];
+  hi.as<std::int32_t>()[0] = (*range)[1];
+  add_node("Clip", "",
+           {v, add_constant(base + "/min", std::move(lo)), add_constant(base + "/max", std::move(hi))},
+           {output_model(y)}, {});
+}
+
+void Importer::sqrt_op(const fb::Operator& op) {
+  const auto in = op_inputs(op);
+  const auto out = op_outputs(op);
+  require_arity(in, 1, 1, out);
+  const int x = in[0], y = out[0];
+  check_output_shape(y, info(x).shape);
+  if (dtype(x) != DType::Float32 || dtype(y) != DType::Float32) {
+    unsupported(fmt::format("input '{}' is {} and output '{}' {}; TFLite's SQRT takes float32 only",
+                            info(x).name, dtype_name(dtype(x)), info(y).name, dtype_name(dtype(y))));
+  }
+  add_node("Sqrt", "", {model_view(x)}, {output_model(y)}, {});
+}
+
 void Importer::tflite_binary(const fb::Operator& op, const std::string& kind) {
   int a = -1, b = -1, y = -1;
   binary_operands(op, a, b, y);
+  if (dtype(a) == DType::Float32) return float_binary(op, kind);
+  if (dtype(a) == DType::Int32 && (kind == "sub" || kind == "mul")) return int_binary(op, kind);
   require_quantized({a, b, y});
   const Quant aq = quant(a), bq = quant(b), yq = quant(y);
   fb::ActivationFunctionType act = fb::ActivationFunctionType::NONE;
@@ -235,10 +314,15 @@ void Importer::leaky_relu(const fb::Operator& op) {
   const auto out = op_outputs(op);
   require_arity(in, 1, 1, out);
   const int x = in[0], y = out[0];
-  require_quantized({x, y});
   check_output_shape(y, info(x).shape);
   const auto* o = op.builtin_options_as_LeakyReluOptions();
   const float alpha = o ? o->alpha() : 0.0f;
+  if (dtype(x) == DType::Float32 && dtype(y) == DType::Float32) {
+    add_node("TFLiteFloat", "furiosa", {model_view(x)}, {output_model(y)},
+             {{"kind", std::string("leaky_relu")}, {"alpha", alpha}});
+    return;
+  }
+  require_quantized({x, y});
   const Quant xq = quant(x), yq = quant(y);
   if (!(alpha >= 0.0f) || !std::isfinite(alpha)) {
     unsupported(fmt::format("alpha {} is not supported on 8-bit tensors (alpha >= 0 only)", alpha));
@@ -258,8 +342,13 @@ void Importer::hard_swish(const fb::Operator& op) {
   const auto out = op_outputs(op);
   require_arity(in, 1, 1, out);
   const int x = in[0], y = out[0];
-  require_quantized({x, y});
   check_output_shape(y, info(x).shape);
+  if (dtype(x) == DType::Float32 && dtype(y) == DType::Float32) {
+    add_node("TFLiteFloat", "furiosa", {model_view(x)}, {output_model(y)},
+             {{"kind", std::string("hard_swish")}});
+    return;
+  }
+  require_quantized({x, y});
   const Quant xq = quant(x), yq = quant(y);
   // HardSwishPrepare: the input on a 2^7 finer scale; "reluish" maps 3.0 to 2^15.
   const float hires_scale = (1.0f / 128.0f) * xq.scale;

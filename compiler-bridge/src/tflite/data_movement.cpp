@@ -336,7 +336,7 @@ void Importer::tile(const fb::Operator& op) {
   require_arity(in, 2, 2, out);
   const int x = in[0], m = in[1], y = out[0];
   dtype(x);
-  if (info(m).data) {
+  if (is_constant(m)) {
     const auto mult = int_constant(m, "multiples");
     const Shape& xs = info(x).shape;
     if (mult.size() != xs.size()) bad(fmt::format("multiples '{}' has {} values for input {}", info(m).name, mult.size(), shape_to_string(xs)));

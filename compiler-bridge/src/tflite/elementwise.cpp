@@ -24,6 +24,8 @@ void Importer::add(const fb::Operator& op) {
   const auto out = op_outputs(op);
   require_arity(in, 2, 2, out);
   const int a = in[0], b = in[1], y = out[0];
+  if (dtype(a) == DType::Float32) return float_binary(op, "add");
+  if (dtype(a) == DType::Int32) return int_binary(op, "add");
   require_quantized({a, b, y});
   const auto* o = op.builtin_options_as_AddOptions();
   const auto act = o ? o->fused_activation_function() : fb::ActivationFunctionType::NONE;

@@ -85,6 +85,7 @@ enum Builtin : int {
   kSlice = 65,
   kTransposeConv = 67,
   kTile = 69,
+  kSqrt = 75,
   kRsqrt = 76,
   kSum = 74,
   kShape = 77,
@@ -115,9 +116,11 @@ constexpr const char* k8 = "uint8, int8";
 constexpr const char* kOther = "float32, int32, int64";  // data movement the NPU leaves to the host
 constexpr const char* kAny = "float32, uint8, int8, int32, int64";
 constexpr const char* kF32 = "float32";
+constexpr const char* kAllFloat = "float32, uint8, int8";
+constexpr const char* kArith = "float32, uint8, int8, int32";
 // clang-format off
-constexpr std::array<BuiltinRow, 53> kSupported = {{
-    {kAdd, k8, ""},
+constexpr std::array<BuiltinRow, 54> kSupported = {{
+    {kAdd, k8, "float32, int32"},
     {kAveragePool2d, "uint8, int8 (one window over the whole input)", k8},
     {kConcatenation, k8, kOther},
     {kConv2d, k8, ""},
@@ -143,23 +146,24 @@ constexpr std::array<BuiltinRow, 53> kSupported = {{
     {kFill, "", kAny},
     {kRange, "", kOther},
     {kLogistic, k8, kF32},
-    {kSub, "", k8},
-    {kMul, "", k8},
-    {kPrelu, "", k8},
+    {kSub, "", kArith},
+    {kMul, "", kArith},
+    {kPrelu, "", kAllFloat},
     {kMinimum, "", kAny},
     {kMaximum, "", kAny},
-    {kLeakyRelu, k8, ""},
+    {kLeakyRelu, k8, kF32},
     {kTranspose, k8, kOther},
-    {kHardSwish, k8, ""},
+    {kHardSwish, k8, kF32},
     {kGatherNd, "", kAny},
     {kSplit, k8, kOther},
     {kSplitV, k8, kOther},
     {kDepthToSpace, k8, kOther},
     {kSpaceToDepth, k8, kOther},
     {kExp, "int8", kF32},
-    {kSquaredDifference, "", "int8"},
+    {kSquaredDifference, "", "float32, int8"},
     {kRsqrt, "int8", kF32},
-    {kDiv, "", "uint8"},
+    {kSqrt, "", kF32},
+    {kDiv, "", "float32, uint8"},
     {kSlice, k8, kOther},
     {kPadV2, k8, kF32},
     {kMirrorPad, "", kAny},
@@ -201,7 +205,9 @@ Graph Importer::run() {
       op_index_ = static_cast<int>(i);
       code_ = builtin_code(op);
       op_name_ = code_ == kCustom ? custom_code(op) : tflite_builtin_name(code_);
+      const std::size_t first_node = g_.nodes.size();
       map_operator(op);
+      fold_shape_values(op, first_node);
     }
   }
   op_index_ = -1;
@@ -331,6 +337,7 @@ void Importer::map_operator(const fb::Operator& op) {
     case kBatchToSpaceNd: return space_batch(op, false);
     case kExp: return exp_op(op);
     case kRsqrt: return rsqrt(op);
+    case kSqrt: return sqrt_op(op);
     case kCustom:
       if (op_name_ == kDetectionPostProcess) return detection_postprocess(op);
       unsupported("is not supported");

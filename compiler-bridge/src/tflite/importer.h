@@ -10,7 +10,7 @@
 //   transpose_conv.cpp  TRANSPOSE_CONV
 //   elementwise.cpp     ADD, SOFTMAX, LOGISTIC, QUANTIZE, DEQUANTIZE, CAST, RELU6, RELU_N1_TO_1
 //   arithmetic.cpp      SUB, MUL, DIV, PRELU, SQUARED_DIFFERENCE, MINIMUM, MAXIMUM, LEAKY_RELU,
-//                       HARD_SWISH, EXP, RSQRT
+//                       HARD_SWISH, EXP, RSQRT, SQRT; the float32 forms of ADD and these
 //   pooling.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, RESIZE_*, MEAN, ARG_MAX, ARG_MIN
 //   data_movement.cpp   RESHAPE, CONCATENATION, PAD, PADV2, SHAPE, STRIDED_SLICE, PACK, TILE,
 //   GATHER,
@@ -20,6 +20,7 @@
 //   slicing.cpp         SLICE, MIRROR_PAD
 //   reduce.cpp          SUM, REDUCE_MAX
 //   detection.cpp       TFLite_Detection_PostProcess
+//   shape_values.cpp    int32/int64 shape arithmetic evaluated at import
 // The tables and multipliers are computed by the importer; the device only knows the generic
 // fixed-point rule (isa.h) and 256-entry tables (host/lookup_table.h).
 #pragma once
@@ -82,6 +83,10 @@ struct TInfo {
   const flatbuffers::Vector<std::uint8_t>* data = nullptr;  ///< constant data, or null
   int model = -1;                                           ///< IR value in the model's layout
   int nchw = -1;                                            ///< IR value in NCHW (4-D tensors only)
+  /// int32/int64 values evaluated at import from static shapes (shape_values.cpp), or none.
+  std::optional<Tensor> value;
+  int producer = -1;          ///< the operator writing this tensor, -1 for inputs and constants
+  std::string producer_name;  ///< its name
 };
 
 /// Maps subgraph 0 of one verified model to the graph IR. Single use: construct, then run() once.
@@ -133,6 +138,8 @@ class Importer {
   ChannelQuant channel_quant(int t) const;
   /// Per-tensor quantization of an 8-bit activation.
   Quant quant(int t) const;
+  /// Whether tensor t is known at import: constant data or a value evaluated from static shapes.
+  bool is_constant(int t) const;
   /// The integer values of constant tensor t (int32 or int64).
   std::vector<std::int64_t> int_constant(int t, const char* what) const;
 
@@ -190,6 +197,9 @@ class Importer {
   void require_quantized_weight(int w) const;
   /// The output clamp of a fused activation (TFLite CalculateActivationRangeQuantized).
   std::array<std::int32_t, 2> activation_range(fb::ActivationFunctionType act, int y) const;
+  /// The float32 clamp of a fused activation (kernels/kernel_util.h
+  /// CalculateActivationRange<float>): NONE, RELU, RELU6, RELU_N1_TO_1.
+  std::array<float, 2> float_activation_range(fb::ActivationFunctionType act) const;
   /// Explicit pads and output size of one spatial dim.
   struct Dim {
     std::int64_t before = 0, after = 0, out = 0;
@@ -247,7 +257,8 @@ class Importer {
     std::vector<std::int64_t> out;  ///< output_shape [N, H, W, O]
   };
   /// The operands of TRANSPOSE_CONV, checked: a constant int32 [4] output_shape that a forward
-  /// convolution of the output maps back onto the input, one type, an int32 (float32) bias [O].
+  /// convolution of the output maps back onto the input, one type, an int32 (float32) bias [O]
+  /// (int8: with zero point 0, as kernels/transpose_conv.cc Prepare requires).
   TransposeConvOperands transpose_conv_operands(const fb::Operator& op) const;
   /// TRANSPOSE_CONV -> (Reshape, Pad, Reshape,) Pad, QLinearConv with flipped weights (8-bit, NPU)
   /// or furiosa::TFLiteTransposeConv (float32, host).
@@ -278,6 +289,15 @@ class Importer {
   /// SUB ("sub"), MUL ("mul"), DIV ("div"), PRELU ("prelu") or SQUARED_DIFFERENCE
   /// ("squared_difference") -> furiosa::TFLiteBinary with TFLite's fixed-point multipliers (host).
   void tflite_binary(const fb::Operator& op, const std::string& kind);
+  /// The float32 forms of ADD, SUB, MUL, DIV (`kind` "add", ... with the fused activation's
+  /// clamp), SQUARED_DIFFERENCE and PRELU -> furiosa::TFLiteFloat (reference/{add,sub,mul,div,
+  /// prelu}.h, kernels/squared_difference.cc; host).
+  void float_binary(const fb::Operator& op, const std::string& kind);
+  /// The int32 forms of ADD, SUB, MUL (`kind` "add", "sub", "mul"; reference/{add,sub,mul}.h, with
+  /// CalculateActivationRange<int32_t>) -> Add / Sub / Mul (+ Clip), folded on constants.
+  void int_binary(const fb::Operator& op, const std::string& kind);
+  /// SQRT (float32, kernels/elementwise.cc) -> Sqrt (host).
+  void sqrt_op(const fb::Operator& op);
   /// MINIMUM / MAXIMUM -> Min / Max of the stored values.
   void min_max(const fb::Operator& op, bool max);
   /// LEAKY_RELU -> furiosa::Requantize with TFLite's fixed-point rule as a table.
@@ -298,6 +318,16 @@ class Importer {
   void mean(const fb::Operator& op);
   /// ARG_MAX / ARG_MIN -> ArgMax / ArgMin (+ Cast to int32).
   void arg_min_max(const fb::Operator& op, bool max);
+
+  // ---- shape values evaluated at import (shape_values.cpp) ---------------------------------------
+  /// Evaluates the IR nodes the operator added (from first_node on) with the host operator
+  /// library when all their inputs are known, so its int32/int64 outputs get TInfo::value (the
+  /// SHAPE -> STRIDED_SLICE -> MUL -> PACK / CONCATENATION -> CAST chains of TFLite exports, whose
+  /// shapes kernels/shape.cc gives statically); records each output's producer.
+  void fold_shape_values(const fb::Operator& op, std::size_t first_node);
+  /// Why tensor t is not known at import, for a refusal: "; it stays dynamic at operator k (NAME),
+  /// whose input 'x' is known only at run time", or "" for a graph input.
+  std::string dynamic_origin(int t) const;
 
   // ---- reshapes, concatenation, data movement (data_movement.cpp) -------------------------------
   /// RESHAPE -> Reshape to the output tensor's shape.
@@ -373,6 +403,7 @@ class Importer {
   Graph g_;
   std::vector<TInfo> t_;
   std::set<std::string> names_;
+  std::map<int, Tensor> folded_;  ///< IR value -> its value evaluated at import (shape_values.cpp)
   int op_index_ = -1;  ///< the operator being mapped, -1 outside
   int code_ = -1;      ///< its builtin code
   std::string op_name_;

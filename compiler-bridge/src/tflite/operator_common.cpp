@@ -9,6 +9,8 @@
 //    256-entry table (host/lookup_table.h).
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "furiosa/device/isa.h"
 #include "graph_utils.h"
 #include "importer.h"
@@ -66,7 +68,7 @@ void Importer::require_quantized(std::initializer_list<int> tensors) const {
 }
 
 void Importer::require_constant(int t, const char* what) const {
-  if (!info(t).data) bad(fmt::format("{} '{}' must be a constant", what, info(t).name));
+  if (!is_constant(t)) bad(fmt::format("{} '{}' must be a constant{}", what, info(t).name, dynamic_origin(t)));
 }
 
 void Importer::require_quantized_weight(int w) const {
@@ -88,6 +90,20 @@ std::array<std::int32_t, 2> Importer::activation_range(fb::ActivationFunctionTyp
     case fb::ActivationFunctionType::RELU6: return {std::max(qmin, quantize(0.0f)), std::min(qmax, quantize(6.0f))};
     case fb::ActivationFunctionType::RELU_N1_TO_1:
       return {std::max(qmin, quantize(-1.0f)), std::min(qmax, quantize(1.0f))};
+    default: break;
+  }
+  const char* name = fb::EnumNameActivationFunctionType(act);
+  unsupported(fmt::format("fused activation {} is not supported (NONE, RELU, RELU_N1_TO_1, RELU6)",
+                          name && *name ? name : std::to_string(static_cast<int>(act))));
+}
+
+std::array<float, 2> Importer::float_activation_range(fb::ActivationFunctionType act) const {
+  constexpr float kLowest = std::numeric_limits<float>::lowest(), kMax = std::numeric_limits<float>::max();
+  switch (act) {
+    case fb::ActivationFunctionType::NONE: return {kLowest, kMax};
+    case fb::ActivationFunctionType::RELU: return {0.0f, kMax};
+    case fb::ActivationFunctionType::RELU6: return {0.0f, 6.0f};
+    case fb::ActivationFunctionType::RELU_N1_TO_1: return {-1.0f, 1.0f};
     default: break;
   }
   const char* name = fb::EnumNameActivationFunctionType(act);

@@ -28,7 +28,7 @@ void Importer::gather_nd(const fb::Operator& op) {
   const auto out = op_outputs(op);
   require_arity(in, 2, 2, out);
   const int x = in[0], idx = in[1], y = out[0];
-  if (!info(idx).data) unsupported(fmt::format("indices '{}' must be constant", info(idx).name));
+  if (!is_constant(idx)) unsupported(fmt::format("indices '{}' must be constant", info(idx).name));
   const auto indices = int_constant(idx, "indices");
   const Shape& xs = info(x).shape;
   const Shape& is = info(idx).shape;
@@ -175,7 +175,7 @@ void Importer::space_batch(const fb::Operator& op, bool to_batch) {
   const int x = in[0], y = out[0];
   const char* pads_name = to_batch ? "paddings" : "crops";
   for (int t : {in[1], in[2]}) {
-    if (!info(t).data) unsupported(fmt::format("'{}' must be constant", info(t).name));
+    if (!is_constant(t)) unsupported(fmt::format("'{}' must be constant", info(t).name));
   }
   const auto block = int_constant(in[1], "block_shape");
   const auto pads = int_constant(in[2], pads_name);

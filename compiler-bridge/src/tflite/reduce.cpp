@@ -25,7 +25,7 @@ Importer::Reduced Importer::reduced_operands(const fb::Operator& op) const {
   Reduced r;
   r.x = in[0];
   r.y = out[0];
-  if (!info(in[1]).data) unsupported(fmt::format("axis '{}' must be constant", info(in[1]).name));
+  if (!is_constant(in[1])) unsupported(fmt::format("axis '{}' must be constant", info(in[1]).name));
   const auto* o = op.builtin_options_as_ReducerOptions();
   r.keep = o && o->keep_dims();
   const Shape& xs = info(r.x).shape;

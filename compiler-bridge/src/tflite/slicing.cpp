@@ -18,7 +18,7 @@ void Importer::slice(const fb::Operator& op) {
   require_arity(in, 3, 3, out);
   const int x = in[0], y = out[0];
   for (int t : {in[1], in[2]}) {
-    if (!info(t).data) unsupported(fmt::format("'{}' must be constant", info(t).name));
+    if (!is_constant(t)) unsupported(fmt::format("'{}' must be constant", info(t).name));
   }
   const auto begin = int_constant(in[1], "begin"), size = int_constant(in[2], "size");
   const Shape& xs = info(x).shape;

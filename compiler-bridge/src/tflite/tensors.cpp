@@ -112,6 +112,7 @@ DType Importer::dtype(int t) const {
 
 Tensor Importer::constant_tensor(int t) const {
   const TInfo& ti = info(t);
+  if (!ti.data && ti.value) return *ti.value;
   const DType d = dtype(t);
   const auto need = static_cast<std::size_t>(element_count(ti.shape)) * dtype_size(d);  // checked in read_tensors
   if (!ti.data || ti.data->size() != need) {

@@ -57,8 +57,9 @@ Importer::TransposeConvOperands Importer::transpose_conv_operands(const fb::Oper
   }
   // output_shape: a constant int32 [4] (TFLite resizes the output from it; a computed one would
   // give the output a shape known only when the model runs).
-  if (!info(t.shape).data) {
-    unsupported(fmt::format("output_shape '{}' must be a constant", info(t.shape).name));
+  if (!is_constant(t.shape)) {
+    unsupported(fmt::format("output_shape '{}' must be a constant{}", info(t.shape).name,
+                            dynamic_origin(t.shape)));
   }
   if (dtype(t.shape) != DType::Int32 || info(t.shape).shape != Shape{4}) {
     bad(fmt::format("output_shape '{}' must be int32 [4], is {} {}", info(t.shape).name,
@@ -116,6 +117,15 @@ Importer::TransposeConvOperands Importer::transpose_conv_operands(const fb::Oper
     if (dtype(t.b) != bd || info(t.b).shape != Shape{ws[0]}) {
       bad(fmt::format("bias '{}' must be {} [{}], is {} {}", info(t.b).name, dtype_name(bd), ws[0],
                       dtype_name(dtype(t.b)), shape_to_string(info(t.b).shape)));
+    }
+    // kernels/transpose_conv.cc Prepare: TF_LITE_ENSURE_EQ(bias->params.zero_point, 0) for int8,
+    // the legacy zero point being the first one stored (interpreter_builder.cc
+    // GetLegacyQuantization, read only when scales and zero points are both present).
+    const fb::QuantizationParameters* bq = info(t.b).q;
+    if (xd == DType::Int8 && bq && bq->scale() && bq->scale()->size() > 0 && bq->zero_point() &&
+        bq->zero_point()->size() > 0 && bq->zero_point()->Get(0) != 0) {
+      unsupported(fmt::format("int8 bias '{}' has zero point {}; TFLite's TRANSPOSE_CONV requires 0",
+                              info(t.b).name, bq->zero_point()->Get(0)));
     }
   }
   return t;
@@ -223,20 +233,7 @@ void Importer::transpose_conv(const fb::Operator& op) {
 }
 
 void Importer::transpose_conv_float(const TransposeConvOperands& t) {
-  // CalculateActivationRange<float> (kernels/kernel_util.h).
-  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
-  switch (t.act) {
-    case fb::ActivationFunctionType::NONE: break;
-    case fb::ActivationFunctionType::RELU: lo = 0.0f; break;
-    case fb::ActivationFunctionType::RELU6: lo = 0.0f, hi = 6.0f; break;
-    case fb::ActivationFunctionType::RELU_N1_TO_1: lo = -1.0f, hi = 1.0f; break;
-    default: {
-      const char* name = fb::EnumNameActivationFunctionType(t.act);
-      unsupported(
-          fmt::format("fused activation {} is not supported (NONE, RELU, RELU_N1_TO_1, RELU6)",
-                      name && *name ? name : std::to_string(static_cast<int>(t.act))));
-    }
-  }
+  const auto [lo, hi] = float_activation_range(t.act);
   std::vector<int> inputs = {model_view(t.x), model_view(t.w)};
   if (t.b >= 0) inputs.push_back(model_view(t.b));
   add_node("TFLiteTransposeConv", "furiosa", std::move(inputs), {output_model(t.y)},

@@ -445,5 +445,8 @@ OpRows resize_ops();
 OpRows detection_ops();
 OpRows tflite_arith_ops();
 OpRows tflite_transpose_conv_ops();
+/// furiosa::TFLiteFloat (tflite_float.cpp): TFLite's float32 reference arithmetic
+/// (kernels/internal/reference/{add,sub,mul,div,prelu,leaky_relu,hard_swish}.h).
+OpRows tflite_float_ops();
 
 }  // namespace furiosa::host::detail

@@ -238,6 +238,12 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    x*sw - pad_w + kx, o] += X[n, y, x, i] * W[o, ky, kx, i] from +0 in the reference's scatter
 ///    order (input row, column, channel), then + B[o] and min(max(v, activation_min),
 ///    activation_max).
+///  - furiosa::TFLiteFloat (float32 A[, B] -> float32, numpy broadcasting): TFLite's float32
+///    arithmetic as TensorFlow Lite 2.14's reference kernels write it (reference/{add,sub,mul,
+///    div,prelu,leaky_relu,hard_swish}.h, kernels/squared_difference.cc); attribute kind add /
+///    sub / mul / div (then min(max(v, activation_min), activation_max)), squared_difference
+///    ((a - b) * (a - b)), prelu (a >= 0 ? a : a * B), leaky_relu (one input, attribute alpha:
+///    x > 0 ? x : x * alpha), hard_swish (one input: x * min(6, max(0, x + 3)) / 6).
 std::vector<std::string> cpu_op_list();
 
 /// The "furiosa" domain operators run_cpu_op runs (listed above, after cpu_op_list()'s), as
