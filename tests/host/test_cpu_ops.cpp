@@ -1127,19 +1127,20 @@ TEST_CASE("cpu ops: Resize with tflite_arithmetic follows TFLite's reference res
   Tensor xs = make<std::int8_t>(DType::Int8, {1, 1, 2, 1}, {10, 21});
   Tensor xf = f32({1, 1, 2, 1}, {10, 21});
   Tensor sizes = i64({2}, {4, 1});
-  // asymmetric: sources 0, 0.5, 1, 1.5 (the last clamped to row 1). uint8 truncates 15.5 to 15;
-  // the int8 kernel rounds it half away from zero to 16; float32 keeps 15.5.
+  // asymmetric: sources 0, 0.5, 1, 1.5 (the last clamped to row 1). uint8 adds the generic
+  // kernel's rounding_offset 0.5 before static_cast: 15.5 -> 16; the int8 kernel rounds it half
+  // away from zero to 16; float32 keeps 15.5.
   const Node asym = node("linear", "asymmetric");
-  CHECK(values<std::uint8_t>(run1(asym, {&xu, nullptr, nullptr, &sizes})) == std::vector<std::uint8_t>{10, 15, 21, 21});
+  CHECK(values<std::uint8_t>(run1(asym, {&xu, nullptr, nullptr, &sizes})) == std::vector<std::uint8_t>{10, 16, 21, 21});
   CHECK(values<std::int8_t>(run1(asym, {&xs, nullptr, nullptr, &sizes})) == std::vector<std::int8_t>{10, 16, 21, 21});
   CHECK(values<float>(run1(asym, {&xf, nullptr, nullptr, &sizes})) == std::vector<float>{10, 15.5f, 21, 21});
   // half_pixel_centers: sources -0.25 (row 0 with weights 1.25 and -0.25 on the same row), 0.25,
-  // 0.75, 1.25: 10, 12.75 -> 12, 18.25 -> 18, 21.
+  // 0.75, 1.25: 10, 12.75 -> 13, 18.25 -> 18, 21 (rounded: truncation of value + 0.5).
   CHECK(values<std::uint8_t>(run1(node("linear", "half_pixel"), {&xu, nullptr, nullptr, &sizes})) ==
-        std::vector<std::uint8_t>{10, 12, 18, 21});
-  // align_corners: scale 1/3: 10, 13.67 -> 13, 17.33 -> 17, 21.
+        std::vector<std::uint8_t>{10, 13, 18, 21});
+  // align_corners: scale 1/3: 10, 13.67 -> 14, 17.33 -> 17, 21.
   CHECK(values<std::uint8_t>(run1(node("linear", "align_corners"), {&xu, nullptr, nullptr, &sizes})) ==
-        std::vector<std::uint8_t>{10, 13, 17, 21});
+        std::vector<std::uint8_t>{10, 14, 17, 21});
   // Nearest, 3 rows -> 2: asymmetric floor(0, 1.5) = rows 0, 1; align_corners round(0, 2) = 0, 2;
   // half_pixel_centers floor(0.75, 2.25) = 0, 2.
   Tensor x3 = make<std::uint8_t>(DType::UInt8, {1, 1, 3, 1}, {10, 21, 32});
@@ -1149,11 +1150,11 @@ TEST_CASE("cpu ops: Resize with tflite_arithmetic follows TFLite's reference res
   CHECK(values<std::uint8_t>(run1(node("nearest", "tf_half_pixel_for_nn"), {&x3, nullptr, nullptr, &s2})) ==
         std::vector<std::uint8_t>{10, 32});
   // 2-D: [1, 1, 2, 2] -> [1, 1, 3, 3] align_corners; the centre is the mean of the four corners
-  // (0 + 10 + 20 + 31) / 4 = 15.25 -> 15; edge midpoints 5, 25.5 -> 25, 10, 20.5 -> 20.
+  // (0 + 10 + 20 + 31) / 4 = 15.25 -> 15; edge midpoints 5, 25.5 -> 26, 10, 20.5 -> 21.
   Tensor q = make<std::uint8_t>(DType::UInt8, {1, 1, 2, 2}, {0, 10, 20, 31});
   Tensor s33 = i64({2}, {3, 3});
   CHECK(values<std::uint8_t>(run1(node("linear", "align_corners"), {&q, nullptr, nullptr, &s33})) ==
-        std::vector<std::uint8_t>{0, 5, 10, 10, 15, 20, 20, 25, 31});
+        std::vector<std::uint8_t>{0, 5, 10, 10, 15, 21, 20, 26, 31});
   // The checker names what is wrong: a missing 'axes', a mode TFLite has no flag for.
   std::string why;
   Node no_axes = asym;

@@ -28,8 +28,9 @@ tensorflow/lite/kernels (kernel_util.cc, add.cc, concatenation.cc):
    zero (ConcatenationWithScaling), clamped.
  - QUANTIZE (uint8 -> uint8): MultiplyByQuantizedMultiplier(q - z_in,
    QuantizeMultiplier(s_in / s_out)) + z_out, clamped (Requantize).
- - RESIZE_BILINEAR (uint8): the generic ResizeBilinear<T>, float32 coordinates and weights, the
-   four taps summed in float32, truncated.
+ - RESIZE_BILINEAR (uint8): the generic ResizeBilinear<T> (kernels/internal/reference/
+   resize_bilinear.h), float32 coordinates and weights, the four taps summed in float32, plus its
+   rounding_offset 0.5 (integer T), truncated: rounded half up.
  - ARG_MAX: first index of the largest value.
  - RESHAPE: the output tensor's shape (the stored values are not touched).
  - LOGISTIC (uint8): the lookup table of kernels/activations.cc (PopulateLookupTable / LUTPopulate):
@@ -332,7 +333,7 @@ def resize_bilinear(m, op, x):
     dx, rx = dx[None, None, :, None], (np.float32(1) - dx)[None, None, :, None]
     f = x.astype(np.float32)
     v = (f[:, y0][:, :, x0] * ry * rx + f[:, y1][:, :, x0] * dy * rx +
-         f[:, y0][:, :, x1] * ry * dx + f[:, y1][:, :, x1] * dy * dx)
+         f[:, y0][:, :, x1] * ry * dx + f[:, y1][:, :, x1] * dy * dx) + np.float32(0.5)
     return np.clip(np.trunc(v), 0, 255).astype(np.uint8)
 
 

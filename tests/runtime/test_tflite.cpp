@@ -560,8 +560,9 @@ TEST_CASE("TFLite: RESIZE_BILINEAR on the NPU, RESIZE_NEAREST_NEIGHBOR, ARG_MAX 
   const auto X = input.as<std::uint8_t>();
   auto at = [&](int h, int wd, int c) { return static_cast<int>(X[static_cast<std::size_t>((h * 2 + wd) * 5 + c)]); };
   // align_corners 2 -> 3 puts every output on a corner, an edge midpoint or the centre with
-  // weights 0, 1/2 or 1/4, exact in float32: TFLite's uint8 kernel truncates, so the integer
-  // floor of the mean.
+  // weights 0, 1/2 or 1/4, exact in float32: TFLite's uint8 kernel (the generic
+  // reference_ops::ResizeBilinear<T>) adds rounding_offset 0.5 and truncates, so the mean
+  // rounded half up.
   REQUIRE(out[0].shape() == Shape{1, 3, 3, 5});
   const auto Y = out[0].as<std::uint8_t>();
   for (int h = 0; h < 3; ++h)
@@ -572,7 +573,8 @@ TEST_CASE("TFLite: RESIZE_BILINEAR on the NPU, RESIZE_NEAREST_NEIGHBOR, ARG_MAX 
         int sum = 0;
         for (int r : rows)
           for (int k : cols) sum += at(r, k, c);
-        const int expected = sum / static_cast<int>(rows.size() * cols.size());
+        const int count = static_cast<int>(rows.size() * cols.size());
+        const int expected = (2 * sum + count) / (2 * count);
         INFO("y at " << h << "," << wd << "," << c);
         CHECK(static_cast<int>(Y[static_cast<std::size_t>((h * 3 + wd) * 5 + c)]) == expected);
       }

@@ -2,7 +2,7 @@
 //  - MAX_POOL_2D: the maximum of the stored values, then the fused activation's clamp;
 //  - AVERAGE_POOL_2D: reference_ops::AveragePool's integer average (furiosa::QuantizedAveragePool);
 //  - RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: Resize with tflite_arithmetic = 1, the float32
-//    coordinates and uint8 truncation of reference_ops::ResizeBilinear<T>, the 10-bit fixed point
+//    coordinates and uint8 round-half-up of reference_ops::ResizeBilinear<T>, the 10-bit fixed point
 //    of ResizeBilinearInteger for int8, reference_ops::GetNearestNeighbor (host/cpu_ops.h);
 //  - MEAN on uint8/int8: reference_ops::QuantizedMeanOrSum (kernels/reduce.cc, EvalQuantizedMean):
 //    QuantizeMultiplier(in_scale / out_scale) with 1/count folded into the multiplier

@@ -343,9 +343,13 @@ std::vector<Tap> dim_taps(const ResizePlan& p, std::size_t d, std::int64_t in_le
 //    else o * scale; lower index max(floor(c), 0), upper index min(ceil(c), in - 1), and the
 //    fractions dy = c - lower, dx likewise (so for c < 0 the weights are 1 - dy > 1 and dy < 0
 //    on the same row, which sums to that row);
-//  - float32 and uint8 (the generic ResizeBilinear<T>): the float32 sum
-//    v00 (1 - dy)(1 - dx) + v10 dy (1 - dx) + v01 (1 - dy) dx + v11 dy dx, evaluated left to right
-//    in that order, then converted to T: for uint8 a truncation toward zero (no rounding);
+//  - float32 and uint8 (the generic template reference_ops::ResizeBilinear<T> in
+//    reference/resize_bilinear.h, which resize_bilinear.cc's Eval picks for kTfLiteFloat32 and
+//    kTfLiteUInt8; only int8 / int16 go to ResizeBilinearInteger): the float32 sum
+//    v00 (1 - dy)(1 - dx) + v10 dy (1 - dx) + v01 (1 - dy) dx + v11 dy dx + rounding_offset,
+//    evaluated left to right in that order, then static_cast<T>. rounding_offset is
+//    `std::numeric_limits<T>::is_integer ? .5f : .0f`: 0 for float32, and 0.5 for uint8, so
+//    uint8 rounds half up (truncation of sum + 0.5f), not a plain truncation of the sum;
 //  - int8 (ResizeBilinearInteger): scales in 1/1024 units, ((1024 in + out / 2) / out, with
 //    align_corners ((1024 (in - 1) + (out - 1) / 2) / (out - 1)), integer division), coordinate
 //    o * scale (+ scale / 2 - 512 with half_pixel_centers), indices c / 1024 (C division) and
@@ -508,9 +512,13 @@ std::vector<Tensor> run_tflite_resize(const Ctx& c, const OutInfos& o) {
                 if constexpr (std::is_same_v<T, float>) {
                   dst[out_at(b, h, m, w, k)] = v;
                 } else {
-                  // static_cast<uint8_t> in TFLite; the clamp only guards float rounding
-                  // just outside [0, 255] (the truncation of such values is the same).
-                  dst[out_at(b, h, m, w, k)] = static_cast<std::uint8_t>(std::clamp(std::trunc(v), 0.0f, 255.0f));
+                  // reference_ops::ResizeBilinear<uint8_t> (TFLite 2.14,
+                  // kernels/internal/reference/resize_bilinear.h): static_cast<uint8_t>(sum +
+                  // rounding_offset) with rounding_offset = 0.5f, the 0.5f added last in float32.
+                  // The clamp keeps the conversion defined (a float outside [0, 256) converted
+                  // to uint8_t is UB) for sums rounded just below 0; in range it changes nothing.
+                  const float rounded = v + 0.5f;
+                  dst[out_at(b, h, m, w, k)] = static_cast<std::uint8_t>(std::clamp(std::trunc(rounded), 0.0f, 255.0f));
                 }
               }
             }

@@ -238,7 +238,7 @@ struct GlobalAveragePoolParams {
 ///   e.g. YOLO's and FPN's x2 nearest upsampling.
 /// - TfliteBilinear: TFLite's RESIZE_BILINEAR on uint8 or int8 stored values to y [N, C, OH, OW]
 ///   (any sizes), bit-exact with TFLite's reference kernels (uint8: float32 weights, the sum
-///   truncated; int8: 10-bit fixed point rounded half away from zero) with its align_corners and
+///   plus 0.5 truncated, i.e. rounded half up; int8: 10-bit fixed point rounded half away from zero) with its align_corners and
 ///   half_pixel_centers flags; the arithmetic is the host operator library's (host/cpu_ops.h,
 ///   Resize with tflite_arithmetic = 1), so the NPU and host paths agree by construction.
 ///   Quantization parameters pass through unchanged, as in TFLite.

@@ -158,7 +158,8 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    half_pixel (linear) / tf_half_pixel_for_nn (nearest) for TFLite's align_corners /
 ///    half_pixel_centers. Coordinates in float32 as TFLite's ComputeInterpolationValues and
 ///    GetNearestNeighbor; linear float32/uint8 values as the generic ResizeBilinear<T> (float32
-///    sum of the four weighted taps, uint8 truncated toward zero, no rounding); linear int8 as
+///    sum of the four weighted taps plus rounding_offset, 0 for float32 and 0.5 for uint8, then
+///    static_cast: uint8 rounds half up); linear int8 as
 ///    ResizeBilinearInteger (10-bit fixed point, rounding half away from zero). Source:
 ///    tensorflow/lite/kernels/internal/reference/resize_bilinear.h and
 ///    resize_nearest_neighbor.h; docs/operators.md has the full rule.
