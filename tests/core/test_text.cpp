@@ -13,7 +13,7 @@ TEST_CASE("escape_text keeps printable ASCII and valid UTF-8", "[core][text]") {
   CHECK(escape_text("\xf0\x9f\x98\x80") == "\xf0\x9f\x98\x80");                  // 4-byte emoji
 }
 
-TEST_CASE("escape_text turns control bytes, backslashes and broken UTF-8 into \\x escapes", "[core][text]") {
+TEST_CASE("escape_text turns control bytes, backslashes and broken UTF-8 into hex escapes", "[core][text]") {
   CHECK(escape_text("Foo\nerror: InvalidInput: injected") == "Foo\\x0aerror: InvalidInput: injected");
   CHECK(escape_text("a\x1b[2Jb") == "a\\x1b[2Jb");
   CHECK(escape_text("cut\0here"s) == "cut\\x00here");
