@@ -60,8 +60,9 @@ const std::vector<Geometry> kGeometries = {
     {"W only (sh = 1) by sizes", 6, 9, false, 0, 0, 6, 17},
 };
 
-// Whether the Resizes sit between two QLinearConvs or alone between Quantize and Dequantize.
-enum class Context { QLinearConvs, Lone };
+// Whether the Resizes sit between two QLinearConvs, alone between Quantize and Dequantize, or on
+// the float32 input itself (no quantization: `q` is ignored).
+enum class Context { QLinearConvs, Lone, Float };
 
 // x (float32, `shape`) -> QuantizeLinear -> [QLinearConv] -> per mode of `modes`: Resize(linear)
 // over the spatial dims `hd`, `wd` -> [QLinearConv] -> DequantizeLinear -> y_<mode>. The
@@ -89,8 +90,9 @@ void write_model(const fs::path& path, DType q, Context ctx, const Shape& shape,
     b.init<float>("no_scales", onnx::TensorProto::FLOAT, {0}, {});
     b.init<std::int64_t>("sizes", onnx::TensorProto::INT64, {static_cast<std::int64_t>(r)}, sizes);
   }
-  b.node("QuantizeLinear", {"x", "step", "zp"}, "xq");
-  std::string resize_in = "xq";
+  const bool quantized = ctx != Context::Float;
+  if (quantized) b.node("QuantizeLinear", {"x", "step", "zp"}, "xq");
+  std::string resize_in = quantized ? "xq" : "x";
   const bool convs = ctx == Context::QLinearConvs;
   if (convs) {
     const std::int64_t c = shape[1];
@@ -102,10 +104,11 @@ void write_model(const fs::path& path, DType q, Context ctx, const Shape& shape,
     resize_in = "c0";
   }
   for (const auto& mode : modes) {
-    auto* n = b.node("Resize",
-                     geo.by_scales ? std::vector<std::string>{resize_in, "roi", "scales"}
-                                   : std::vector<std::string>{resize_in, "roi", "no_scales", "sizes"},
-                     "r_" + mode);
+    auto* n =
+        b.node("Resize",
+               geo.by_scales ? std::vector<std::string>{resize_in, "roi", "scales"}
+                             : std::vector<std::string>{resize_in, "roi", "no_scales", "sizes"},
+               (quantized ? "r_" : "y_") + mode);
     test::OnnxModelBuilder::attr(n, "mode", "linear");
     test::OnnxModelBuilder::attr(n, "coordinate_transformation_mode", mode);
     std::string out = "r_" + mode;
@@ -113,7 +116,7 @@ void write_model(const fs::path& path, DType q, Context ctx, const Shape& shape,
       b.node("QLinearConv", {out, "step", "zp", "w", "one", "wzp", "step", "zp"}, "c_" + mode);
       out = "c_" + mode;
     }
-    b.node("DequantizeLinear", {out, "step", "zp"}, "y_" + mode);
+    if (quantized) b.node("DequantizeLinear", {out, "step", "zp"}, "y_" + mode);
     b.output("y_" + mode);
   }
   b.save(path);
@@ -329,4 +332,32 @@ TEST_CASE("A lone NCHW uint8/int8 Resize: ONNX Runtime takes its float path, at 
     // The contexts do differ (else docs/operators.md would be wrong to tell them apart).
     CHECK(differing > 0);
   }
+}
+
+TEST_CASE("Resize linear on float32 equals ONNX Runtime 1.30 bit for bit", "[reference][resize]") {
+  // A QDQ model runs a linear Resize in float32 between DequantizeLinear and QuantizeLinear (ORT
+  // drops the QDQ pair only around nearest Resizes), on values that are multiples of the step: a
+  // 2x half_pixel upsample lands exactly on half steps, so the float32 sums must round as ORT's
+  // UpsampleBilinear / UpsampleTrilinear do or QuantizeLinear rounds the other way
+  // (host/src/ops/resize.cpp, ort_float_linear_dims). The inputs are such multiples.
+  const std::vector<std::string> modes = {"half_pixel", "asymmetric", "align_corners",
+                                          "pytorch_half_pixel"};
+  std::vector<std::tuple<Geometry, Shape, std::size_t, std::size_t>> cases;
+  for (const auto& geo : kGeometries) {
+    cases.emplace_back(geo, Shape{1, 3, geo.h, geo.w}, 2, 3);
+  }
+  cases.emplace_back(Geometry{"2-D 13 x 11 -> 20 x 6 by sizes", 13, 11, false, 0, 0, 20, 6},
+                     Shape{13, 11}, 0, 1);
+  cases.emplace_back(Geometry{"5-D x1.5, x0.75 by scales", 6, 8, true, 1.5f, 0.75f, 0, 0},
+                     Shape{1, 2, 3, 6, 8}, 3, 4);
+  std::size_t outputs = 0;
+  for (const auto& [geo, shape, hd, wd] : cases) {
+    INFO("float32, " << geo.name << ", rank " << shape.size());
+    const fs::path path = model_path(fmt::format("float_rank{}_{}", shape.size(), slug(geo.name)));
+    write_model(path, DType::Float32, Context::Float, shape, hd, wd, geo, modes);
+    const Runs r = run_both(path, DType::UInt8, shape, 1900u);
+    outputs += require_equal(r, modes);
+    CHECK(external_steps(r) == static_cast<int>(modes.size()));
+  }
+  CHECK(outputs == 2 * modes.size() * cases.size());
 }

@@ -1,7 +1,8 @@
 // The host operator library (host/cpu_ops.h): Resize (opsets 11-19: X, roi, scales, sizes;
 // nearest, N-D linear and N-D cubic; the coordinate transformation modes of the spec; the
 // opset-10 form X, scales as ONNX Runtime runs it, see resize_plan; linear on uint8 / int8 with
-// ONNX Runtime's arithmetic, see run_ort_linear_q8), and with the
+// ONNX Runtime's arithmetic, see run_ort_linear_q8; float32 linear with ORT's float32 sums, see
+// ort_float_linear_dims), and with the
 // attribute tflite_arithmetic = 1 TFLite's RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR reference
 // arithmetic (see tflite_resize below).
 #include "ops_common.h"
@@ -98,9 +99,10 @@ struct ResizePlan {
 };
 
 // `ort_sizes`: output dims from `scales` as ONNX Runtime computes them, the float32 product
-// scale * dim truncated (the 8-bit linear path, which follows ONNX Runtime throughout); else the
-// spec's floor of the exact product (a float32 product can round up to the next integer, e.g.
-// 0.7f * 10 gives 7 where the spec gives 6).
+// scale * dim truncated (every ONNX Resize: models are made for ONNX Runtime, and a model whose
+// next node expects ORT's shape must get it); else the spec's floor of the exact product (a
+// float32 product can round up to the next integer, e.g. 0.7f * 10 gives 7 where the spec gives
+// 6; TFLite's resizes take sizes, where both agree).
 ResizePlan resize_plan(const Ctx& c, const Shape& x, bool need_roi, bool ort_sizes = false) {
   const auto rank = static_cast<std::int64_t>(x.size());
   std::vector<std::size_t> axes;
@@ -197,7 +199,7 @@ bool ort_linear_q8(const Node& n, DType x) {
 OutInfos infer_resize(const Ctx& c) {
   const Shape& x = c.shape(0, "X");
   const DType dt = c.dtype(0, "X");
-  return {{dt, resize_plan(c, x, false, ort_linear_q8(c.node, dt)).out}};
+  return {{dt, resize_plan(c, x, false, c.node.attr_int("tflite_arithmetic", 0) == 0).out}};
 }
 
 // Input coordinate of output coordinate `o` along one dim (the spec's formulas).
@@ -612,9 +614,14 @@ std::vector<OrtTap> ort_taps(Coord mode, std::int64_t in, std::int64_t out, floa
   return taps;
 }
 
+// ONNX Runtime's UpsampleBilinear / UpsampleTrilinear over `dims` (outermost first), the taps
+// per dim in the same order: per output the sum over the corners, the innermost dim's index
+// fastest, of ((w_inner * w_next) [* w_outer]) * x in float32; `integer` (8-bit X only): the
+// NHWC integer path instead. 8-bit outputs are truncated and clamped, float32 ones stored as is.
 template <class T>
-void interpolate_q8(const T* src, const Shape& xs, T* dst, const Shape& ys, const std::vector<std::size_t>& dims,
-                   const std::vector<std::vector<OrtTap>>& taps, bool integer) {
+void interpolate_ort(const T* src, const Shape& xs, T* dst, const Shape& ys,
+                     const std::vector<std::size_t>& dims,
+                     const std::vector<std::vector<OrtTap>>& taps, bool integer) {
   const std::size_t r = xs.size(), k = dims.size();
   const auto st = contiguous_strides(xs);
   std::vector<bool> interp(r, false);
@@ -648,8 +655,13 @@ void interpolate_q8(const T* src, const Shape& xs, T* dst, const Shape& ys, cons
         facc += fw * static_cast<float>(src[off]);
       }
     }
-    constexpr float lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-    dst[i] = integer ? static_cast<T>(iacc / (1 << 20)) : static_cast<T>(std::clamp(std::trunc(facc), lo, hi));
+    if constexpr (std::is_floating_point_v<T>) {
+      dst[i] = facc;
+    } else {
+      constexpr float lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+      dst[i] = integer ? static_cast<T>(iacc / (1 << 20))
+                       : static_cast<T>(std::clamp(std::trunc(facc), lo, hi));
+    }
     for (std::size_t d = r; d-- > 0;) {
       if (++idx[d] < ys[d]) break;
       idx[d] = 0;
@@ -706,9 +718,11 @@ std::vector<Tensor> run_ort_linear_q8(const Ctx& c, const OutInfos& o) {
   std::vector<std::vector<OrtTap>> taps;
   for (auto d : dims) taps.push_back(ort_taps(coord, xs[d], p.out[d], scale[d]));
   if (x.dtype() == DType::UInt8) {
-    interpolate_q8(x.as<std::uint8_t>().data(), xs, y.as<std::uint8_t>().data(), p.out, dims, taps, integer);
+    interpolate_ort(x.as<std::uint8_t>().data(), xs, y.as<std::uint8_t>().data(), p.out, dims, taps,
+                    integer);
   } else {
-    interpolate_q8(x.as<std::int8_t>().data(), xs, y.as<std::int8_t>().data(), p.out, dims, taps, integer);
+    interpolate_ort(x.as<std::int8_t>().data(), xs, y.as<std::int8_t>().data(), p.out, dims, taps,
+                    integer);
   }
   return {std::move(y)};
 }
@@ -764,12 +778,40 @@ Tensor run_cubic(const Tensor& x, const ResizePlan& p, Coord coord, float a, boo
   return y;
 }
 
+// The float32 scale of dim d as ONNX Runtime holds it: the `scales` value, or out / in with
+// `sizes`; 1 for dims that are not resized.
+float ort_scale(const ResizePlan& p, const Shape& xs, std::size_t d) {
+  if (!p.resized[d]) return 1.0f;
+  return p.by_scales ? static_cast<float>(p.scale[d])
+                     : static_cast<float>(p.out[d]) / static_cast<float>(xs[d]);
+}
+
+// The dims ONNX Runtime's float32 linear kernel interpolates for this node (outermost first), or
+// none when it is not one of the cases run_resize follows ORT in: the opset-10 form,
+// tf_crop_and_resize / half_pixel_symmetric, `axes`, aspect-ratio policies other than stretch,
+// and ranks or scales ORT runs otherwise keep the double-precision rule.
+std::vector<std::size_t> ort_float_linear_dims(const Node& n, const ResizePlan& p, Coord coord,
+                                               bool opset10) {
+  if (opset10 || coord == Coord::TfCropAndResize || coord == Coord::HalfPixelSymmetric ||
+      n.attributes.count("axes") ||
+      n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") {
+    return {};
+  }
+  const std::size_t r = p.out.size();
+  const auto unit = [&](std::size_t d) { return p.scale[d] == 1.0; };
+  if (r == 2) return {0, 1};
+  if (r == 3) return {0, 1, 2};
+  if (r == 4 && unit(0) && unit(1)) return {2, 3};
+  if (r == 5 && unit(0) && unit(1)) return {2, 3, 4};
+  return {};
+}
+
 std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
   if (c.node.attr_int("tflite_arithmetic", 0) != 0) return run_tflite_resize(c, o);
   if (ort_linear_q8(c.node, c.t(0).dtype())) return run_ort_linear_q8(c, o);
   const Tensor& x = c.t(0);
   const Shape& xs = x.shape();
-  const ResizePlan p = resize_plan(c, xs, true);
+  const ResizePlan p = resize_plan(c, xs, true, true);
   const bool opset10 = c.node.inputs.size() == 2;
   const Coord coord = opset10 ? Coord::Asymmetric
                               : *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
@@ -815,8 +857,21 @@ std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
     gather_indexed(es, x.bytes().data(), xs, y.bytes().data(), p.out, tables, fill.data());
     return {std::move(y)};
   }
-  // Linear: the weighted sum over the 2^k corners of the dims that interpolate (weights in double,
-  // as the ONNX reference computes).
+  // Linear on float32 X of rank 2 (bilinear), 3 (trilinear) or 4 / 5 with scale 1 on N and C
+  // (bilinear over H, W / trilinear over D, H, W): ONNX Runtime's float32 arithmetic, as its CPU
+  // kernel computes these ranks (UpsampleBilinear, UpsampleTrilinear; the 8-bit float path above).
+  // QDQ models run such a Resize in float32 between DequantizeLinear and QuantizeLinear (ORT drops
+  // the QDQ pair only around nearest Resizes), so the weighted sums must round as ORT's do: a
+  // 2x half_pixel upsample of quantized values lands exactly on half steps, where the last bit
+  // decides QuantizeLinear's rounding.
+  if (const auto dims = ort_float_linear_dims(c.node, p, coord, opset10); !dims.empty()) {
+    std::vector<std::vector<OrtTap>> otaps;
+    for (auto d : dims) otaps.push_back(ort_taps(coord, xs[d], p.out[d], ort_scale(p, xs, d)));
+    interpolate_ort(x.as<float>().data(), xs, y.as<float>().data(), p.out, dims, otaps, false);
+    return {std::move(y)};
+  }
+  // Linear, other ranks and coordinate modes: the weighted sum over the 2^k corners of the dims
+  // that interpolate (weights in double, as the ONNX reference computes).
   std::vector<std::size_t> active;
   for (std::size_t d = 0; d < r; ++d) {
     if (std::any_of(taps[d].begin(), taps[d].end(), [](const Tap& t) { return t.w1 != 0.0; })) active.push_back(d);
