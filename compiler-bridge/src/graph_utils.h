@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "furiosa/compiler/graph.h"
@@ -16,6 +17,17 @@ namespace furiosa::compiler::detail {
 /// The constant tensor behind input `i` of `node`. Throws Error(IncompatibleModel) naming the node
 /// and the input when the input is missing or not a constant (e.g. a scale fed at run time).
 const Tensor& constant_input(const Graph& g, const Node& node, std::size_t i, const char* what);
+
+/// Attribute (int 1) the compiler puts on a com.microsoft QLinearAdd / QLinearMul it fused from a
+/// QDQ group that ONNX Runtime runs unfused (int8 on x86-64, fuse_qdq_operators.cpp): the node
+/// computes DequantizeLinear, the float op and QuantizeLinear in float32 instead of the contrib
+/// kernel's arithmetic (isa::AddFormula::Dequantized, isa::MulParams::dequantized).
+inline constexpr std::string_view kDequantizedArithmetic = "furiosa_dequantized_arithmetic";
+
+/// Attribute (int 1) on a com.microsoft QLinearAdd fused from an int8 QDQ group whose three
+/// QuantizeLinear -> DequantizeLinear pairs ONNX Runtime moves to uint8 before fusing
+/// (fuse_qdq_operators.cpp): lowered with isa::AddFormula::MlasRatiosUint8.
+inline constexpr std::string_view kQdqS8ToU8 = "furiosa_qdq_s8_to_u8";
 
 /// True for the 8-bit quantized types (uint8, int8).
 inline bool is_quantized(DType d) { return d == DType::UInt8 || d == DType::Int8; }

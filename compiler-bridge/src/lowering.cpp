@@ -692,13 +692,27 @@ class Lowering {
     auto y = alloc_activation(yv.dtype, yv.shape, layout);
     decltype(isa::Kernel::params) params = isa::SubParams{a_q, b_q, y_q};
     std::string what = "subtraction of two tensors";
+    // A QDQ group ONNX Runtime runs unfused keeps DequantizeLinear -> op -> QuantizeLinear's
+    // float32 arithmetic (kDequantizedArithmetic); com.microsoft QLinearAdd otherwise computes
+    // ORT's kernel (isa::AddFormula::MlasRatios).
+    const bool dequantized = n.attr_int(std::string(kDequantizedArithmetic), 0) != 0;
     if (kind == isa::KernelKind::Mul) {
-      params = isa::MulParams{a_q, b_q, y_q};
-      what = "multiplication of two tensors";
+      params = isa::MulParams{.a = a_q, .b = b_q, .y = y_q, .dequantized = dequantized};
+      what = dequantized ? "multiplication of two tensors, as DequantizeLinear, Mul, QuantizeLinear"
+                         : "multiplication of two tensors";
     } else if (kind == isa::KernelKind::Add) {
       auto fixed = fixed_point_add(n, yv.dtype);
-      what = fixed ? "addition, fixed-point requantization" : "addition";
-      params = isa::AddParams{.a = a_q, .b = b_q, .y = y_q, .fixed_point = std::move(fixed)};
+      what = fixed         ? "addition, fixed-point requantization"
+             : dequantized ? "addition, as DequantizeLinear, Add, QuantizeLinear"
+                           : "addition";
+      params = isa::AddParams{.a = a_q,
+                              .b = b_q,
+                              .y = y_q,
+                              .fixed_point = std::move(fixed),
+                              .formula = dequantized ? isa::AddFormula::Dequantized
+                                         : n.attr_int(std::string(kQdqS8ToU8), 0) != 0
+                                             ? isa::AddFormula::MlasRatiosUint8
+                                             : isa::AddFormula::MlasRatios};
     }
     push_kernel({.kind = kind, .node_name = n.name, .operator_index = n.index, .inputs = {a, b}, .outputs = {y},
                  .params = std::move(params)});

@@ -54,7 +54,9 @@ bool cpu_avx_vnni() noexcept {
 bool detect(SimIsa isa) noexcept {
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the YMM / ZMM state (XCR0).
-  const bool avx2 = __builtin_cpu_supports("avx2");
+  // The 256-bit levels also use FMA3 (QLinearAdd's MlasRatios formula rounds once per fma):
+  // every CPU with AVX2 from Intel (Haswell on) and AMD (Excavator, Zen) has it.
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   switch (isa) {
     case SimIsa::Portable: return true;
     case SimIsa::Avx2: return avx2;

@@ -120,11 +120,14 @@ inline std::int64_t matmul_b_offset(std::int64_t K4, std::int64_t Npad, std::int
 /// Runs `plan`: `a` is [rows, K] dense, `y` is [rows, N] dense. `a` and `y` must not overlap.
 void matmul(const MatMulPlan& plan, const std::byte* a, std::byte* y);
 
-/// Elementwise QLinearAdd of `n` contiguous elements (qlinear_add in kernels.h).
+/// Elementwise QLinearAdd of `n` contiguous elements: qlinear_add in kernels.h, or with `mlas`
+/// mlas_add with a as the streamed operand (v) and the constants `ratios` (isa::AddFormula).
 struct AddParamsF {
   float a_scale, b_scale, y_scale;
   std::int32_t a_zp, b_zp, y_zp, qmin, qmax;
   bool a_signed, b_signed;
+  bool mlas = false;
+  float ra = 0, rb = 0, fixed = 0;  ///< mlas: MlasAddConsts{rv = ra, rs = rb, fixed}
 };
 void add_run(const AddParamsF& p, const std::byte* a, const std::byte* b, std::byte* y,
              std::int64_t n);

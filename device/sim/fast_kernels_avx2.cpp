@@ -5,12 +5,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "fast_kernels.h"
 
-#define FK2 __attribute__((target("avx2")))
+#define FK2 __attribute__((target("avx2,fma")))
 #define FK2_VNNI 0
 #define FK2_DPBUSD unused
 

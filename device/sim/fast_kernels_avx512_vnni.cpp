@@ -5,12 +5,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "fast_kernels.h"
 
-#define FK2 __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define FK2 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define FK2_VNNI 1
 #define FK2_DPBUSD _mm256_dpbusd_epi32
 

@@ -13,15 +13,38 @@
 
 namespace furiosa::device::sim {
 
-/// One element of com.microsoft QLinearAdd, next to isa::requantize: both operands are
-/// dequantized in float, summed, divided by the output scale, rounded half to even, offset by
-/// the output zero point and saturated to [qmin, qmax].
+/// One element of LowLevelAdd's isa::AddFormula::Dequantized, next to isa::requantize: both
+/// operands are dequantized in float, summed, divided by the output scale, rounded half to even,
+/// offset by the output zero point and saturated to [qmin, qmax].
 inline std::int32_t qlinear_add(std::int32_t a, const isa::QuantParam& qa, std::int32_t b,
                                 const isa::QuantParam& qb, const isa::QuantParam& qy,
                                 std::int32_t qmin, std::int32_t qmax) noexcept {
   float va = qa.scale * static_cast<float>(a - qa.zero_point);
   float vb = qb.scale * static_cast<float>(b - qb.zero_point);
   return host::quantize_value((va + vb) / qy.scale, qy.zero_point, qmin, qmax);
+}
+
+/// The per-kernel constants of isa::AddFormula::MlasRatios with `v` the operand ONNX Runtime
+/// streams and `s` the other (isa.h): the float32 ratios to the output scale and the fixed
+/// part float(y.zp) - fma(rv, v.zp, rs * s.zp), as MLAS's AVX2 kernel computes them.
+struct MlasAddConsts {
+  float rv = 0, rs = 0, fixed = 0;
+};
+inline MlasAddConsts mlas_add_consts(const isa::QuantParam& v, const isa::QuantParam& s,
+                                     const isa::QuantParam& y) noexcept {
+  const float rv = v.scale / y.scale, rs = s.scale / y.scale;
+  return {rv, rs,
+          static_cast<float>(y.zero_point) - std::fma(rv, static_cast<float>(v.zero_point),
+                                                      rs * static_cast<float>(s.zero_point))};
+}
+
+/// One element of isa::AddFormula::MlasRatios from the raw codes v and s:
+/// saturate(nearbyint(fma(v, rv, fma(s, rs, fixed)))).
+inline std::int32_t mlas_add(std::int32_t v, std::int32_t s, const MlasAddConsts& k,
+                             std::int32_t qmin, std::int32_t qmax) noexcept {
+  const float t =
+      std::fma(static_cast<float>(v), k.rv, std::fma(static_cast<float>(s), k.rs, k.fixed));
+  return host::quantize_value(t, 0, qmin, qmax);
 }
 
 /// Executes `kernel` on `region`, the program's DRAM region (TensorRef addresses are offsets

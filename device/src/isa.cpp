@@ -19,6 +19,15 @@ std::string_view layout_name(Layout layout) noexcept {
   return "unknown";
 }
 
+std::string_view add_formula_name(AddFormula formula) noexcept {
+  switch (formula) {
+    case AddFormula::Dequantized: return "dequantized";
+    case AddFormula::MlasRatios: return "mlas_ratios";
+    case AddFormula::MlasRatiosUint8: return "mlas_ratios_u8";
+  }
+  return "unknown";
+}
+
 std::uint64_t TensorRef::size_bytes() const noexcept {
   // A malformed ref (negative dim, lowered but not rank 4) occupies nothing; kernels and the
   // simulator reject such refs with a proper error before using them.

@@ -268,8 +268,21 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind) {
       p.fixed_point = fixed_of(in["fixed_point"], n);
       return p;
     }
-    case 3:
-      return isa::AddParams{quant_of(in["a"]), quant_of(in["b"]), quant_of(in["y"]), fixed_add_of(in["fixed_point"])};
+    case 3: {
+      isa::AddParams p{quant_of(in["a"]), quant_of(in["b"]), quant_of(in["y"]),
+                       fixed_add_of(in["fixed_point"])};
+      if (in.has("formula")) {  // absent: Dequantized (files written before 2026-11-28)
+        const std::string f = in["formula"].str();
+        if (f == isa::add_formula_name(isa::AddFormula::MlasRatios)) {
+          p.formula = isa::AddFormula::MlasRatios;
+        } else if (f == isa::add_formula_name(isa::AddFormula::MlasRatiosUint8)) {
+          p.formula = isa::AddFormula::MlasRatiosUint8;
+        } else if (f != isa::add_formula_name(isa::AddFormula::Dequantized)) {
+          in["formula"].fail("expected \"dequantized\", \"mlas_ratios\" or \"mlas_ratios_u8\"");
+        }
+      }
+      return p;
+    }
     case 4: return isa::ReshapeParams{};
     case 5: {
       isa::RequantizeParams p{quant_of(in["x"]), quant_of(in["y"]), in["table"].bin()};
@@ -321,7 +334,11 @@ decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind) {
       if (mode < 0 || mode > static_cast<std::int64_t>(isa::PadParams::Mode::Wrap)) in["mode"].fail("expected 0 (constant) to 3 (wrap)");
       return isa::PadParams{in["begins"].i64s(), static_cast<isa::PadParams::Mode>(mode), in["value"].i32()};
     }
-    case 13: return isa::MulParams{quant_of(in["a"]), quant_of(in["b"]), quant_of(in["y"])};
+    case 13: {
+      isa::MulParams p{quant_of(in["a"]), quant_of(in["b"]), quant_of(in["y"])};
+      if (in.has("dequantized")) p.dequantized = in["dequantized"].boolean();  // absent: false
+      return p;
+    }
     case 14: return isa::SubParams{quant_of(in["a"]), quant_of(in["b"]), quant_of(in["y"])};
   }
   in.fail("unknown kernel kind");

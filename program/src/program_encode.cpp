@@ -61,7 +61,11 @@ json enc_params(const isa::MatMulParams& p) {
           {"y", enc(p.y)}, {"bias", enc(p.bias)}, {"fixed_point", enc(p.fixed_point)}};
 }
 json enc_params(const isa::AddParams& p) {
-  return {{"a", enc(p.a)}, {"b", enc(p.b)}, {"y", enc(p.y)}, {"fixed_point", enc(p.fixed_point)}};
+  return {{"a", enc(p.a)},
+          {"b", enc(p.b)},
+          {"y", enc(p.y)},
+          {"fixed_point", enc(p.fixed_point)},
+          {"formula", isa::add_formula_name(p.formula)}};
 }
 json enc_params(const isa::ReshapeParams&) { return json::object(); }
 json enc_params(const isa::RequantizeParams& p) {
@@ -94,7 +98,9 @@ json enc_params(const isa::SliceParams& p) { return {{"starts", p.starts}, {"ste
 json enc_params(const isa::PadParams& p) {
   return {{"begins", p.begins}, {"mode", static_cast<int>(p.mode)}, {"value", p.value}};
 }
-json enc_params(const isa::MulParams& p) { return {{"a", enc(p.a)}, {"b", enc(p.b)}, {"y", enc(p.y)}}; }
+json enc_params(const isa::MulParams& p) {
+  return {{"a", enc(p.a)}, {"b", enc(p.b)}, {"y", enc(p.y)}, {"dequantized", p.dequantized}};
+}
 json enc_params(const isa::SubParams& p) { return {{"a", enc(p.a)}, {"b", enc(p.b)}, {"y", enc(p.y)}}; }
 
 /// The params alternative (index into Kernel::params) a kernel kind carries.

@@ -558,7 +558,10 @@ TEST_CASE("Fast add matches qlinear_add on random shapes and layouts", "[device]
     isa::AddParams p{{0.031f, random_in(rng, alo, ahi)},
                      {0.017f, random_in(rng, blo, bhi)},
                      {ys, random_in(rng, ylo, yhi)}};
-    INFO(shape_to_string(shape) << " " << isa::layout_name(layout) << " " << dtype_name(at)
+    p.formula = iter % 2 == 0 ? isa::AddFormula::Dequantized : isa::AddFormula::MlasRatios;
+    const sim::MlasAddConsts mk = sim::mlas_add_consts(p.a, p.b, p.y);
+    INFO(shape_to_string(shape) << " " << isa::layout_name(layout) << " "
+                                << isa::add_formula_name(p.formula) << " " << dtype_name(at)
                                 << " + " << dtype_name(bt) << " -> " << dtype_name(yt)
                                 << (in_place ? " in place" : "") << " y_scale " << ys);
     ProgramBuilder b("add");
@@ -576,7 +579,10 @@ TEST_CASE("Fast add matches qlinear_add on random shapes and layouts", "[device]
           for (std::int64_t w = 0; w < shape[3]; ++w) {
             const std::int32_t av = value_of(region.data() + offset4(a, n, c, h, w), at);
             const std::int32_t bv = value_of(region.data() + offset4(bb, n, c, h, w), bt);
-            put4(expected, y, n, c, h, w, sim::qlinear_add(av, p.a, bv, p.b, p.y, ylo, yhi));
+            put4(expected, y, n, c, h, w,
+                 p.formula == isa::AddFormula::MlasRatios
+                     ? sim::mlas_add(av, bv, mk, ylo, yhi)
+                     : sim::qlinear_add(av, p.a, bv, p.b, p.y, ylo, yhi));
           }
     check_three_ways(*prog, region, y, expected);
   }
@@ -616,26 +622,32 @@ TEST_CASE("Fast add equals qlinear_add on every operand pair", "[device][kernels
     const auto [ylo, yhi] = isa::quant_range(yt);
     const isa::QuantParam qa{set.as, set.a_signed ? -3 : 131}, qb{set.bs, set.b_signed ? 7 : 120},
         qy{set.ys, set.y_signed ? 1 : 128};
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const std::int32_t av = value_of(&a[i], at), bv = value_of(&b[i], bt);
-      expected[i] = static_cast<std::byte>(
-          static_cast<std::uint8_t>(sim::qlinear_add(av, qa, bv, qb, qy, ylo, yhi)));
-    }
-    const sim::fast::AddParamsF p{qa.scale,      qb.scale,       qy.scale,       qa.zero_point,
-                                  qb.zero_point, qy.zero_point, ylo,            yhi,
-                                  set.a_signed,  set.b_signed};
-    for (SimIsa level : fast_levels()) {
-      const sim::fast::Kernels* k = sim::fast::kernels_for(level);
-      REQUIRE(k != nullptr);
-      if (k->add_run == nullptr) continue;
-      INFO("level " << sim_isa_name(level) << " scales " << set.as << " " << set.bs << " "
-                    << set.ys);
-      std::fill(y.begin(), y.end(), std::byte{0x5a});
-      k->add_run(p, a.data(), b.data(), y.data(), static_cast<std::int64_t>(a.size()));
-      CHECK(y == expected);
-      std::fill(y.begin(), y.end(), std::byte{0x5a});
-      k->add_rows(p, a.data(), 256, b.data(), 256, y.data(), 256, 256, 256, 0);
-      CHECK(y == expected);
+    // Both float formulas of isa::AddFormula: DequantizeLinear-Add-QuantizeLinear and
+    // ONNX Runtime's MLAS kernel (MlasRatios, with a as the streamed operand).
+    for (const bool mlas : {false, true}) {
+      const sim::MlasAddConsts mk = sim::mlas_add_consts(qa, qb, qy);
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const std::int32_t av = value_of(&a[i], at), bv = value_of(&b[i], bt);
+        expected[i] = static_cast<std::byte>(
+            static_cast<std::uint8_t>(mlas ? sim::mlas_add(av, bv, mk, ylo, yhi)
+                                           : sim::qlinear_add(av, qa, bv, qb, qy, ylo, yhi)));
+      }
+      const sim::fast::AddParamsF p{qa.scale,      qb.scale, qy.scale, qa.zero_point, qb.zero_point,
+                                    qy.zero_point, ylo,      yhi,      set.a_signed,  set.b_signed,
+                                    mlas,          mk.rv,    mk.rs,    mk.fixed};
+      for (SimIsa level : fast_levels()) {
+        const sim::fast::Kernels* k = sim::fast::kernels_for(level);
+        REQUIRE(k != nullptr);
+        if (k->add_run == nullptr) continue;
+        INFO("level " << sim_isa_name(level) << (mlas ? " mlas_ratios" : " dequantized")
+                      << " scales " << set.as << " " << set.bs << " " << set.ys);
+        std::fill(y.begin(), y.end(), std::byte{0x5a});
+        k->add_run(p, a.data(), b.data(), y.data(), static_cast<std::int64_t>(a.size()));
+        CHECK(y == expected);
+        std::fill(y.begin(), y.end(), std::byte{0x5a});
+        k->add_rows(p, a.data(), 256, b.data(), 256, y.data(), 256, 256, 256, 0);
+        CHECK(y == expected);
+      }
     }
   }
 }

@@ -134,7 +134,10 @@ void run(PassContext& ctx) {
     } else {
       continue;
     }
-    if (float_op == "Mul" && expand_contrib_mul(ctx, n, data, y)) {
+    // A QDQ int8 Mul that ONNX Runtime runs unfused keeps the literal DequantizeLinear -> Mul ->
+    // QuantizeLinear below instead of the contrib formula (kDequantizedArithmetic).
+    const bool dequantized = n.attr_int(std::string(kDequantizedArithmetic), 0) != 0;
+    if (float_op == "Mul" && !dequantized && expand_contrib_mul(ctx, n, data, y)) {
       dead[i] = true;
       dead.resize(g.nodes.size(), false);
       continue;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
+#include <set>
 
 #include "pass.h"
 
@@ -49,8 +51,41 @@ bool bias_scale_matches(const PassContext& ctx, const Node& db, const Node& dx, 
   return bs.size() == 1 || bs.size() == ws.size();
 }
 
+// The values written by the int8 QuantizeLinear -> DequantizeLinear pairs ONNX Runtime 1.30 moves
+// to uint8 on x86-64 before fusing (QDQS8ToU8Transformer,
+// onnxruntime/core/optimizer/qdq_transformer/qdq_s8_to_u8.cc): a Q with explicit zero point
+// whose output is not a graph output and feeds exactly one node, a DQ with explicit zero point,
+// both zero points constant one-element int8 of equal value. ORT first gives every consumer of
+// a DequantizeLinear its own copy (EnsureUniqueDQForNodeUnit), so a DQ read by more than one
+// node leaves its Q with several consumers: such a pair stays int8 (a DQ that is a graph output
+// and read by no node still moves).
+// Read before any fusion.
+std::set<int> s8_to_u8_pairs(const PassContext& ctx) {
+  const Graph& g = ctx.graph;
+  std::set<int> out;
+  auto int8_zp = [&](int id) -> std::optional<float> {
+    if (id < 0 || ctx.value(id).dtype != DType::Int8 || !ctx.value(id).constant)
+      return std::nullopt;
+    return ctx.scalar_constant(id);
+  };
+  for (const Node& q : g.nodes) {
+    if (q.op_type != "QuantizeLinear" || !q.domain.empty() || q.inputs.size() != 3 ||
+        q.outputs.size() != 1)
+      continue;
+    const auto cons = g.consumers(q.outputs[0]);
+    if (cons.size() != 1 || ctx.is_graph_output(q.outputs[0])) continue;
+    const Node& dq = g.nodes[static_cast<std::size_t>(cons[0])];
+    if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.size() != 3) continue;
+    if (dq.outputs.size() != 1 || g.consumers(dq.outputs[0]).size() > 1) continue;
+    const auto zq = int8_zp(q.inputs[2]), zd = int8_zp(dq.inputs[2]);
+    if (zq && zd && *zq == *zd) out.insert(q.outputs[0]);
+  }
+  return out;
+}
+
 void run(PassContext& ctx) {
   Graph& g = ctx.graph;
+  const std::set<int> to_u8 = s8_to_u8_pairs(ctx);
   std::vector<bool> dead(g.nodes.size(), false);
   const std::size_t count = g.nodes.size();
   for (std::size_t i = 0; i < count; ++i) {
@@ -94,6 +129,20 @@ void run(PassContext& ctx) {
         fused.op_type = t == "Add" ? "QLinearAdd" : t == "Mul" ? "QLinearMul" : "QLinearSub";
         fused.domain = t == "Sub" ? "furiosa" : "com.microsoft";
         fused.inputs = {x[0], x[1], x[2], w[0], w[1], w[2], q.inputs[1], yzp};
+        // An int8 group as ONNX Runtime 1.30 runs it on x86-64: when all three of its Q -> DQ
+        // pairs move to uint8 (s8_to_u8_pairs) it is fused as a uint8 QLinearAdd / QLinearMul
+        // (AddFormula::MlasRatiosUint8; the contrib Mul formula does not change under the
+        // shift); when none does, as an int8 one; when only some do, the types no longer match
+        // and ORT runs DequantizeLinear, the float op and QuantizeLinear in float32, which round
+        // differently (kDequantizedArithmetic: AddFormula::Dequantized, MulParams::dequantized,
+        // expand_qlinear_elementwise's literal Mul).
+        if (t != "Sub" && ctx.value(q.outputs[0]).dtype == DType::Int8) {
+          const int moved =
+              static_cast<int>(to_u8.count(x[0]) + to_u8.count(w[0]) + to_u8.count(q.outputs[0]));
+          if (moved == 3 && t == "Add") fused.attributes[std::string(kQdqS8ToU8)] = std::int64_t{1};
+          if (moved != 0 && moved != 3)
+            fused.attributes[std::string(kDequantizedArithmetic)] = std::int64_t{1};
+        }
       } else {
         if (!ctx.value(dw.inputs[0]).constant) continue;  // weights must be constants
         fused.op_type = t == "Conv" ? "QLinearConv" : "QLinearMatMul";

@@ -161,6 +161,27 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
         o, [&](std::int32_t a, std::int32_t b) { return fixed_point_add(a, b, p, f); });
   }
   if (o.empty) return;
+  const bool mlas = p.formula != isa::AddFormula::Dequantized;
+  // MlasRatiosUint8: codes and zero points of int8 tensors + 128, the result's code - 128.
+  const bool to_u8 = p.formula == isa::AddFormula::MlasRatiosUint8;
+  const std::int32_t a_shift = to_u8 && o.a_signed ? 128 : 0,
+                     b_shift = to_u8 && o.b_signed ? 128 : 0;
+  const bool y_signed = o.qmin < 0;
+  const std::int32_t y_shift = to_u8 && y_signed ? 128 : 0;
+  // MlasRatios streams b and takes a as the other operand where ONNX Runtime does: a broadcast
+  // along the innermost dim of y that is not 1, or y a single element (isa::AddFormula).
+  bool swap = false;
+  if (mlas) {
+    swap = true;
+    for (std::size_t d = yref.shape.size(); d-- > 0;) {
+      if (yref.shape[d] == 1) continue;
+      swap = aref.shape[d] == 1;
+      break;
+    }
+  }
+  const isa::QuantParam qa{p.a.scale, p.a.zero_point + a_shift},
+      qb{p.b.scale, p.b.zero_point + b_shift}, qy{p.y.scale, p.y.zero_point + y_shift};
+  const MlasAddConsts mk = swap ? mlas_add_consts(qb, qa, qy) : mlas_add_consts(qa, qb, qy);
   const std::size_t outer_rank = o.dims.size() - 1;
   const std::int64_t inner = o.dims.back();
   // Contiguous innermost runs on all three sides go through the vectorized kernel. Each element
@@ -172,15 +193,23 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
   const fast::Kernels* fk = fast_kernels();
   const bool fast_add = fk != nullptr && fk->add_rows != nullptr && fk->add_run != nullptr &&
                         o.sa.back() == 1 && o.sb.back() == 1 && o.sy.back() == 1 &&
-                        same_or_disjoint;
+                        same_or_disjoint && !swap && !to_u8;
   if (!fast_add) {
+    if (mlas) {
+      const std::int32_t lo = o.qmin + y_shift, hi = o.qmax + y_shift;
+      return binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+        a += a_shift;
+        b += b_shift;
+        return (swap ? mlas_add(b, a, mk, lo, hi) : mlas_add(a, b, mk, lo, hi)) - y_shift;
+      });
+    }
     return binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
       return qlinear_add(a, p.a, b, p.b, p.y, o.qmin, o.qmax);
     });
   }
-  const fast::AddParamsF fast_params{p.a.scale,      p.b.scale,      p.y.scale, p.a.zero_point,
-                                     p.b.zero_point, p.y.zero_point, o.qmin,    o.qmax,
-                                     o.a_signed,     o.b_signed};
+  const fast::AddParamsF fast_params{
+      p.a.scale, p.b.scale,  p.y.scale,  p.a.zero_point, p.b.zero_point, p.y.zero_point, o.qmin,
+      o.qmax,    o.a_signed, o.b_signed, mlas,           mk.rv,          mk.rs,          mk.fixed};
   // Without broadcasting, the runs of every operand are evenly spaced rows: one call.
   if (outer_rank > 0) {
     auto even = [&](const std::vector<std::int64_t>& st) {
@@ -203,10 +232,17 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
 }
 
 // LowLevelMul (isa::MulParams): com.microsoft QLinearMul's documented formula, the integer
-// product exact and one float32 ratio.
+// product exact and one float32 ratio; or DequantizeLinear, Mul, QuantizeLinear in float32.
 void mul(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::MulParams>(kernel);
   const BinaryOperands o = binary_operands(kernel, region, p.a, p.b, p.y);
+  if (p.dequantized) {
+    return binary_elementwise(o, [&](std::int32_t a, std::int32_t b) {
+      const float fa = static_cast<float>(a - p.a.zero_point) * p.a.scale;
+      const float fb = static_cast<float>(b - p.b.zero_point) * p.b.scale;
+      return host::quantize_value(fa * fb / p.y.scale, p.y.zero_point, o.qmin, o.qmax);
+    });
+  }
   const float ratio = p.a.scale * p.b.scale / p.y.scale;  // float32, in this order
   if (!std::isfinite(ratio)) fault("a_scale * b_scale / y_scale = {} is not finite", ratio);
   const auto yzp = static_cast<float>(p.y.zero_point);

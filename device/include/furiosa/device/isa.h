@@ -165,17 +165,49 @@ struct FixedPointAdd {
   std::int32_t out_max = 255;
 };
 
-/// LowLevelAdd (com.microsoft QLinearAdd): y = (a_scale (a - a_zp) + b_scale (b - b_zp)) / y_scale
-/// + y_zp, computed in float, rounded half to even, saturated. inputs[0] = a, inputs[1] = b
-/// (may be a constant). With LoweredNCHW operands all three shapes are equal; with Linear
-/// operands a and b have y's rank and broadcast numpy-style (each dim equal or 1).
+/// Which float32 arithmetic a LowLevelAdd without a fixed-point rule computes. The two round
+/// differently in about one element in 10^5 (ties of the final rounding), so each model gets the
+/// one its reference runtime runs.
+enum class AddFormula : std::uint8_t {
+  /// DequantizeLinear, Add, QuantizeLinear in float32: y = saturate(nearbyint((a.scale (a - a.zp)
+  /// + b.scale (b - b.zp)) / y.scale) + y.zp). What ONNX Runtime 1.30 runs for a QDQ group it
+  /// does not fuse (int8 DequantizeLinear x2 -> Add -> QuantizeLinear on x86-64).
+  Dequantized,
+  /// ONNX Runtime 1.30's QLinearAdd on x86-64 (onnxruntime/core/mlas/lib/qladd_avx2.cpp,
+  /// MlasQLinearAddKernelAvx2Helper, compiled with FMA contraction), for com.microsoft
+  /// QLinearAdd and the uint8 QDQ groups ORT fuses into it: with the float32 ratios
+  /// rA = a.scale / y.scale, rB = b.scale / y.scale and the raw 8-bit codes, V the operand ORT
+  /// streams and S the other, fixed = float(y.zp) - fma(rV, V.zp, rS * S.zp) and
+  /// y = saturate(nearbyint(fma(v, rV, fma(s, rS, fixed)))). V is a, except where a is the operand
+  /// broadcast along the innermost dim of the output (ORT's "input0 scalar" spans, which call
+  /// the kernel with the operands swapped), or a has a single element.
+  MlasRatios,
+  /// MlasRatios on int8 operands and output moved to uint8: every code and zero point + 128, the
+  /// result's uint8 code - 128. ONNX Runtime 1.30 runs an int8 QDQ Add group so on x86-64: its
+  /// QDQS8ToU8Transformer turns each int8 QuantizeLinear -> DequantizeLinear pair whose Q feeds
+  /// only that DQ into uint8 (onnxruntime/core/optimizer/qdq_transformer/qdq_s8_to_u8.cc)
+  /// before the group is fused into a uint8 QLinearAdd.
+  MlasRatiosUint8,
+};
+
+/// LowLevelAdd (com.microsoft QLinearAdd; QDQ DequantizeLinear x2 -> Add -> QuantizeLinear): the
+/// float32 formula `formula` (AddFormula), rounded half to even, saturated; or TFLite's
+/// fixed-point rule. inputs[0] = a, inputs[1] = b (may be a constant). With LoweredNCHW operands
+/// all three shapes are equal; with Linear operands a and b have y's rank and broadcast
+/// numpy-style (each dim equal or 1).
 struct AddParams {
   QuantParam a;
   QuantParam b;
   QuantParam y;
-  /// Set: the fixed-point rule of FixedPointAdd instead of the float formula above.
+  /// Set: the fixed-point rule of FixedPointAdd instead of the float formula.
   std::optional<FixedPointAdd> fixed_point = std::nullopt;
+  /// The float32 formula (ignored with fixed_point). Dequantized is the default of program files
+  /// written before 2026-11-28, which carry no formula.
+  AddFormula formula = AddFormula::Dequantized;
 };
+
+/// "dequantized" / "mlas_ratios" / "mlas_ratios_u8" (program files, docs).
+std::string_view add_formula_name(AddFormula formula) noexcept;
 
 /// LowLevelReshape: copies inputs[0] (any layout) to outputs[0] (any layout) in logical row-major
 /// order. Element counts are equal. Used for Reshape/Flatten/Squeeze/Unsqueeze and to change
@@ -293,6 +325,11 @@ struct MulParams {
   QuantParam a;
   QuantParam b;
   QuantParam y;
+  /// True: instead of the formula above, DequantizeLinear, Mul and QuantizeLinear in float32,
+  /// y = saturate(nearbyint((float32(a - a.zp) * a.scale) * (float32(b - b.zp) * b.scale) /
+  /// y.scale) + y.zp): what ONNX Runtime 1.30 runs for the int8 QDQ groups it does not fuse on
+  /// x86-64. False (the default, and that of program files without the key): the formula above.
+  bool dequantized = false;
 };
 
 /// LowLevelSub (QDQ DequantizeLinear x2 -> Sub -> QuantizeLinear, as ONNX Runtime runs it unfused):
