@@ -61,4 +61,14 @@ LoadParameters load_parameters_of(const inference::RepositoryModelLoadRequest& r
   return out;
 }
 
+UnloadParameters unload_parameters_of(const inference::RepositoryModelUnloadRequest& request) {
+  UnloadParameters out;
+  for (const auto& [name, value] : request.parameters()) {
+    out[name] = value.parameter_choice_case() == inference::ModelRepositoryParameter::kBoolParam
+                    ? std::optional<bool>(value.bool_param())
+                    : std::nullopt;
+  }
+  return out;
+}
+
 }  // namespace furiosa::server

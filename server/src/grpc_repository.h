@@ -32,6 +32,10 @@ std::vector<const ModelService*> statistics_models(const ModelRegistry& models,
 /// kind as "not a string" (config_of_load_parameters() refuses it by name).
 LoadParameters load_parameters_of(const inference::RepositoryModelLoadRequest& request);
 
+/// The unload parameters of a RepositoryModelUnloadRequest: a bool_param as its value, any other
+/// kind as "not a bool" (check_unload_parameters() refuses it by name).
+UnloadParameters unload_parameters_of(const inference::RepositoryModelUnloadRequest& request);
+
 /// The model a load or unload request names: Triton's model_name (our triton_model_name,
 /// field 2) when set, else KServe's model_name (field 1).
 template <class Request>

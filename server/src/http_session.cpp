@@ -424,7 +424,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   /// POST /v2/repository/models/NAME/load|unload: queued on the registry's control thread,
-  /// answered (200 with an empty body, or the error) when it is done. A load body's
+  /// answered (200 with an empty body, or the error) when it is done. A load or unload body's
   /// parameters (load_parameters.h) are checked first: a bad one is answered 400 at once.
   void control(const std::string& name, bool load) {
     auto done = [self = this->shared_from_this()](std::exception_ptr error) {
@@ -441,6 +441,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       server_->models->load(name, std::move(done),
                             config_of_load_parameters(load_parameters_of_json(request_.body())));
     } else {
+      check_unload_parameters(unload_parameters_of_json(request_.body()));
       server_->models->unload(name, std::move(done));
     }
   }

@@ -220,3 +220,53 @@ def test_load_config_parameter_over_grpc_and_rest(pb, tmp_path, token_file):
         assert r.status_code == 200, r.text
         assert config(s) == (2, 64)
         assert s.stop() == 0, s.output()
+
+
+def test_unload_parameters_over_grpc_and_rest(pb, tmp_path, token_file):
+    """Triton's unload parameter unload_dependents (a bool) is accepted and unloads as a plain
+    unload does; another name or a wrong type is refused (INVALID_ARGUMENT / 400, one line naming
+    the parameter) and the model stays loaded, serving. gRPC names the model in Triton's field 2."""
+    messages, Stub = pb
+    repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
+    x = np.random.default_rng(9).random((1, 1, 28, 28), dtype=np.float32)
+    P = messages.ModelRepositoryParameter
+
+    with Served(repo, token_file, "mnist") as s:
+        stub = Stub(s.channel)
+        for parameters, words in (
+            ({"unload_dependents": P(string_param="true")}, ["'unload_dependents'", "true or false"]),
+            ({"unload_dependents": P(int64_param=1)}, ["'unload_dependents'", "true or false"]),
+            ({"config": P(string_param="{}")}, ["unknown unload parameter 'config'"]),
+            ({"bad\nname": P(bool_param=True)}, ["unknown unload parameter 'bad"]),
+        ):
+            e = rpc_error(stub.RepositoryModelUnload,
+                          messages.RepositoryModelUnloadRequest(triton_model_name="mnist", parameters=parameters),
+                          metadata=AUTH)
+            assert e.code() == grpc.StatusCode.INVALID_ARGUMENT, (parameters, e)
+            assert all(w in e.details() for w in words) and "\n" not in e.details(), (parameters, e.details())
+        for body, words in (
+            ({"parameters": {"unload_dependents": "yes"}}, ["'unload_dependents'", "true or false"]),
+            ({"parameters": {"unload_dependents": None}}, ["'unload_dependents'"]),
+            ({"parameters": {"colour": True}}, ["unknown unload parameter 'colour'"]),
+            ({"parameters": {"\u00e9\u001b[31m": True}}, ["unknown unload parameter"]),
+            ({"params": {}}, ['"params"', "unload request"]),
+        ):
+            r = s.post("/v2/repository/models/mnist/unload", json=body)
+            assert r.status_code == 400, (body, r.text)
+            error = r.json()["error"]
+            assert all(w in error for w in words) and "\n" not in error and "\x1b" not in error, (body, error)
+        assert rest_index(s) == {("mnist", "1"): ("READY", "")}
+        assert infer(messages, stub, x).model_name == "mnist"
+
+        # Accepted: gRPC with unload_dependents true, REST with false (Triton's client sends it).
+        r = stub.RepositoryModelUnload(messages.RepositoryModelUnloadRequest(
+            triton_model_name="mnist", parameters={"unload_dependents": P(bool_param=True)}), metadata=AUTH)
+        assert r.isUnloaded and r.model_name == "mnist"
+        assert rest_index(s) == {("mnist", "1"): ("UNAVAILABLE", "unloaded")}
+        r = s.post("/v2/repository/models/mnist/load")
+        assert r.status_code == 200, r.text
+        r = s.post("/v2/repository/models/mnist/unload", json={"parameters": {"unload_dependents": False}})
+        assert r.status_code == 200, r.text
+        assert rest_index(s) == {("mnist", "1"): ("UNAVAILABLE", "unloaded")}
+        assert s.stop() == 0, s.output()
+
