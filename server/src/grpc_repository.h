@@ -18,7 +18,7 @@ void fill_repository_index(const std::vector<IndexRow>& rows,
                            inference::RepositoryIndexResponse& response);
 
 /// ModelStatisticsResponse of `rows` (statistics_rows()), one ModelStatistics per row, with
-/// inference_stats as GET .../stats has it and no batch_stats.
+/// inference_stats and batch_stats as GET .../stats has them.
 void fill_model_statistics(const std::vector<StatisticsRow>& rows,
                            inference::ModelStatisticsResponse& response);
 
