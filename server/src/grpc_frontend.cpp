@@ -303,6 +303,11 @@ std::uint16_t GrpcFrontend::start(const std::string& host, std::uint16_t port,
   if (tls) {
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+    if (!tls->client_ca_pem.empty()) {
+      // Mutual TLS: a call without a certificate signed by --tls-client-ca fails the handshake.
+      ssl.pem_root_certs = tls->client_ca_pem;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
     credentials = grpc::SslServerCredentials(ssl);
   }
   builder.AddListeningPort(address, credentials, &bound);

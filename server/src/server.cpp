@@ -131,7 +131,7 @@ InferenceServer::InferenceServer(ServerOptions options, std::ostream& log)
     throw Error(ErrorCode::InvalidArgument, "--repository-poll-secs must be > 0");
   }
   // Security files first: a typo in one is reported before any model is compiled.
-  s.tls_files = read_tls_files(s.options.tls_cert, s.options.tls_key);
+  s.tls_files = read_tls_files(s.options.tls_cert, s.options.tls_key, s.options.tls_client_ca);
   if (s.tls_files) s.tls = make_tls_context(*s.tls_files);
   if (!s.options.auth_token_file.empty()) s.auth_token = read_token_file(s.options.auth_token_file);
   s.models = std::make_unique<ModelRegistry>(s.options, s.metrics, s.log);
@@ -161,7 +161,7 @@ void InferenceServer::start() {
     s.grpc = std::make_unique<GrpcFrontend>(*s.models, s.stopping, s.auth_token);
     s.grpc_port = s.grpc->start(s.options.host, s.options.grpc_port, s.tls_files);
   }
-  const char* tls = s.tls ? " (TLS)" : "";
+  const char* tls = !s.tls ? "" : s.tls_files->client_ca_pem.empty() ? " (TLS)" : " (mutual TLS)";
   s.log << fmt::format("HTTP: {}:{}{}\n", s.options.host, http_port(), tls);
   if (s.grpc) s.log << fmt::format("gRPC: {}:{}{}\n", s.options.host, s.grpc_port, tls);
   s.log.flush();
