@@ -43,7 +43,7 @@
 #include "furiosa/core/error.h"
 #include "furiosa/core/text.h"
 #include "auth.h"
-#include "bounded_json.h"
+#include "http_common.h"
 #include "furiosa/server/v2_protocol.h"
 #include "introspection.h"
 #include "load_parameters.h"
@@ -60,20 +60,6 @@ namespace {
 
 using Response = http::response<http::string_body>;
 
-/// The HTTP status of a serving outcome (serve_error.h's table).
-http::status http_status(ServeStatus status) {
-  switch (status) {
-    case ServeStatus::Ok: return http::status::ok;
-    case ServeStatus::InvalidArgument: return http::status::bad_request;
-    case ServeStatus::NotFound: return http::status::not_found;
-    case ServeStatus::ResourceExhausted: return http::status::too_many_requests;
-    case ServeStatus::Unavailable: return http::status::service_unavailable;
-    case ServeStatus::DeadlineExceeded: return http::status::gateway_timeout;
-    case ServeStatus::Internal: return http::status::internal_server_error;
-  }
-  return http::status::internal_server_error;
-}
-
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(s));
@@ -85,13 +71,16 @@ beast::error_code over_budget() { return asio::error::no_buffer_space; }
 /// Bytes a lingering close reads and discards at most, and for how long without any.
 constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
 constexpr auto kLingerQuiet = std::chrono::seconds(5);
+/// How long a TLS shutdown may take (our close_notify sent, the peer's awaited) before the
+/// socket is closed anyway: a peer that never answers cannot hold the connection.
+constexpr auto kTlsCloseTimeout = std::chrono::seconds(5);
 
 /// The plain HTTP stream and the HTTPS one (TLS over the same TCP stream and its timeouts).
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public std::enable_shared_from_this<Session<Stream>>, ConnectionAccounting {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
@@ -99,14 +88,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   /// server's ssl::context).
   template <class... StreamArgs>
   explicit Session(InferenceServer::Impl* server, StreamArgs&&... stream_args)
-      : stream_(std::forward<StreamArgs>(stream_args)...), server_(server) {
-    server_->http_metrics.connections.Increment();
-  }
+      : ConnectionAccounting(server),
+        stream_(std::forward<StreamArgs>(stream_args)...),
+        idle_timer_(stream_.get_executor()) {}
   ~Session() {
-    if (receiving_) server_->http_metrics.receiving.Decrement();
-    release_body_bytes();
-    if (counted_) server_->active_requests.fetch_sub(1);
-    server_->http_metrics.connections.Decrement();
+    if constexpr (kTls) {
+      std::lock_guard lock(server_->idle_mutex);
+      server_->idle_tls.erase(this);
+    }
   }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -123,41 +112,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
  private:
-  void count_request() {
-    if (counted_) return;
-    counted_ = true;
-    server_->active_requests.fetch_add(1);
-  }
-  void uncount_request() {
-    release_body_bytes();
-    if (!counted_) return;
-    counted_ = false;
-    server_->active_requests.fetch_sub(1);
-  }
-  /// Takes `n` more bytes of the server-wide budget of request bytes held (max_buffered_bytes)
-  /// for this request's body, until it has been routed; false (nothing taken) when that would
-  /// pass the budget.
-  bool reserve_body_bytes(std::uint64_t n) {
-    const std::size_t cap = server_->options.max_buffered_bytes;
-    std::size_t held = server_->buffered_bytes.load();
-    do {
-      if (n > cap || held > cap - n) return false;
-    } while (!server_->buffered_bytes.compare_exchange_weak(held, held + n));
-    reserved_ += n;
-    return true;
-  }
-  void release_body_bytes() {
-    if (reserved_ == 0) return;
-    server_->buffered_bytes.fetch_sub(reserved_);
-    reserved_ = 0;
-  }
-  void set_receiving(bool on) {
-    if (on == receiving_) return;
-    receiving_ = on;
-    if (on) server_->http_metrics.receiving.Increment();
-    else server_->http_metrics.receiving.Decrement();
-  }
-
   /// The lowest layer: the TCP stream with its timer and socket.
   beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
 
@@ -183,7 +137,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (token.empty()) return true;
     const auto& req = parser_->get();
     const auto target = req.target();
-    const auto path = segments(std::string_view(target.data(), target.size()));
+    const auto path = path_segments(std::string_view(target.data(), target.size()));
     if (path.size() == 3 && path[0] == "v2" && path[1] == "health" &&
         (path[2] == "live" || path[2] == "ready"))
       return true;
@@ -206,17 +160,67 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     write(std::move(res));
   }
 
-  /// Idle: waits for the first byte of the next request (bytes already buffered count).
+  /// Idle: waits for the first byte of the next request (bytes already buffered count). Over
+  /// TLS the idle timeout is a timer of its own that ends the read without closing the socket,
+  /// so that the connection can still be closed with close_notify; so does shutdown
+  /// (InferenceServer::Impl::close_idle_tls()).
   void wait_request() {
     if (buffer_.size() > 0) return read_header();
-    lowest().expires_after(seconds(server_->options.idle_timeout_s));
+    if constexpr (kTls) {
+      if (server_->stopping.load()) return close_gracefully();
+      lowest().expires_never();
+      idle_ = true;
+      idle_timer_.expires_after(seconds(server_->options.idle_timeout_s));
+      idle_timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+        if (!ec) self->end_idle(false);
+      });
+      std::lock_guard lock(server_->idle_mutex);
+      server_->idle_tls[this] = [weak = this->weak_from_this()] {
+        auto self = weak.lock();
+        if (!self) return;
+        self->server_->closing_connections.fetch_add(1);  // before drain_then_stop looks
+        asio::post(self->stream_.get_executor(), [self] { self->end_idle(true); });
+      };
+    } else {
+      lowest().expires_after(seconds(server_->options.idle_timeout_s));
+    }
     stream_.async_read_some(
         buffer_.prepare(4096), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
           self->buffer_.commit(n);
-          if (ec || n == 0)
-            return self->close_now();  // closed, timed out or reset: no request started
-          self->read_header();
+          if constexpr (kTls) {
+            self->idle_ = false;
+            self->idle_timer_.cancel();
+            std::lock_guard lock(self->server_->idle_mutex);
+            self->server_->idle_tls.erase(self.get());
+          }
+          if (!ec && n > 0) {
+            if constexpr (kTls) self->idle_expired_ = false;
+            return self->read_header();
+          }
+          // The peer's close_notify (eof), the idle timeout or shutdown: answered with ours.
+          if constexpr (kTls) {
+            if (self->idle_expired_ || ec == asio::error::eof) return self->close_gracefully();
+          }
+          self->close_now();  // closed, reset or timed out: no request started
         });
+  }
+
+  /// TLS, on the strand: the idle timeout fired (`counted` false) or shutdown asked this idle
+  /// connection to close (`counted`: closing_connections already counts it). Ends the idle
+  /// read, whose handler closes with close_notify; nothing once the connection is not idle.
+  void end_idle(bool counted) {
+    if (counted) {
+      if (!idle_ || closing_counted()) {
+        server_->closing_connections.fetch_sub(1);
+        return;
+      }
+      count_closing();  // adopts the closer's count: one of the two is given back at once
+      server_->closing_connections.fetch_sub(1);
+    }
+    if (!idle_) return;
+    idle_expired_ = true;
+    beast::error_code ignored;
+    lowest().socket().cancel(ignored);
   }
 
   void read_header() {
@@ -328,23 +332,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     release_body_bytes();
   }
 
-  /// Splits the target path into its segments ("/v2/models/m/infer" -> v2, models, m, infer).
-  static std::vector<std::string> segments(std::string_view target) {
-    if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
-    std::vector<std::string> out;
-    std::size_t i = 0;
-    while (i < target.size()) {
-      std::size_t j = target.find('/', i);
-      if (j == std::string_view::npos) j = target.size();
-      if (j > i) out.emplace_back(target.substr(i, j - i));
-      i = j + 1;
-    }
-    return out;
-  }
-
   void route() {
     const auto target = request_.target();
-    const auto path = segments(std::string_view(target.data(), target.size()));
+    const auto path = path_segments(std::string_view(target.data(), target.size()));
     const auto method = request_.method();
     const bool get = method == http::verb::get;
     if (server_->stopping.load() &&
@@ -356,7 +346,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (path.empty() || path[0] != "v2")
       return reply(http::status::not_found, error_json("no such endpoint"));
     if (path.size() == 1 && get) {
-      return reply(http::status::ok, nlohmann_server_metadata());
+      return reply(http::status::ok, server_metadata_json());
     }
     if (path.size() == 3 && path[1] == "health" && get) {
       if (path[2] == "live") return reply(http::status::ok, "");
@@ -365,8 +355,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     // Triton's model repository extension (model_control.h) and introspection (introspection.h).
     if (path.size() >= 3 && path[1] == "repository" && method == http::verb::post) {
       if (path.size() == 3 && path[2] == "index") {
-        return reply(http::status::ok,
-                     repository_index_json(server_->models->index(index_ready_only())));
+        return reply(
+            http::status::ok,
+            repository_index_json(server_->models->index(index_ready_only(request_.body()))));
       }
       if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload"))
         return control(path[3], path[4] == "load");
@@ -401,26 +392,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         return reply(http::status::ok, model_config_json(*model));
     }
     reply(http::status::not_found, error_json("no such endpoint"));
-  }
-
-  static std::string nlohmann_server_metadata() {
-    return R"({"name":"furiosa-serve","version":"0.1.0","extensions":["binary_tensor_data","model_repository","statistics","model_configuration"]})";
-  }
-
-  /// The index request's {"ready": true} (an empty body or {} lists every model). Throws
-  /// Error(InvalidInput) for another body.
-  bool index_ready_only() const {
-    const std::string& body = request_.body();
-    if (body.find_first_not_of(" \t\r\n") == std::string::npos) return false;
-    nlohmann::json j;
-    if (parse_bounded_json(body, j) != JsonParse::Ok || !j.is_object()) {
-      throw Error(ErrorCode::InvalidInput, "the repository index request must be a JSON object");
-    }
-    const auto ready = j.find("ready");
-    if (ready == j.end()) return false;
-    if (!ready->is_boolean())
-      throw Error(ErrorCode::InvalidInput, "\"ready\" must be true or false");
-    return ready->get<bool>();
   }
 
   /// POST /v2/repository/models/NAME/load|unload: queued on the registry's control thread,
@@ -531,18 +502,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                         const bool again = !ec && self->response_->keep_alive();
                         const bool error_response = self->response_->result_int() >= 400;
                         self->response_.reset();
-                        self->uncount_request();
-                        if (again) return self->wait_request();
+                        if (again) {
+                          self->uncount_request();
+                          return self->wait_request();
+                        }
                         if (ec) return self->close_now();
                         // Closing with unread request bytes makes the kernel send a reset, which
                         // can overtake the response: after an error (413 mid-upload) read what the
                         // client still sends first.
                         if (error_response) return self->linger_close();
-                        self->close_now();
+                        self->close_gracefully();
                       });
   }
 
   void linger_close() {
+    // TLS: OpenSSL discards the application data the client still sends once our close_notify
+    // is out, until the client's own close_notify (or kTlsCloseTimeout).
+    if constexpr (kTls) return close_gracefully();
+    uncount_request();
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close_now();
@@ -561,6 +538,28 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                             });
   }
 
+  /// Closes the connection; over TLS first the TLS shutdown (our close_notify, then the
+  /// peer's awaited), bounded by kTlsCloseTimeout, counted in closing_connections meanwhile
+  /// (shutdown's drain waits for it). Idempotent.
+  void close_gracefully() {
+    if constexpr (!kTls) {
+      close_now();
+    } else {
+      if (shutting_down_) return;
+      shutting_down_ = true;
+      count_closing();  // before the request leaves active_requests
+      set_receiving(false);
+      uncount_request();
+      lowest().expires_after(kTlsCloseTimeout);
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        self->close_now();
+        self->uncount_closing();
+      });
+    }
+  }
+
+  /// Closes the connection at once (a FIN; over TLS without close_notify: the TLS session
+  /// failed, the socket is already closed, or close_gracefully() has done the TLS shutdown).
   void close_now() {
     set_receiving(false);
     uncount_request();
@@ -569,16 +568,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   Stream stream_;
-  InferenceServer::Impl* server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> request_;
   std::shared_ptr<Response> response_;
   bool keep_alive_ = true;
-  bool counted_ = false;    ///< counted in active_requests
-  bool receiving_ = false;  ///< counted in http_metrics.receiving
   std::size_t lingered_ = 0;
-  std::uint64_t reserved_ = 0;  ///< bytes of this request in server_->buffered_bytes
+  /// TLS: the idle timer (the stream's own timer would close the socket), and the idle state,
+  /// all used on the strand only: waiting for a request; the idle read ended by the timer or
+  /// shutdown; the TLS shutdown started.
+  asio::steady_timer idle_timer_;
+  bool idle_ = false;
+  bool idle_expired_ = false;
+  bool shutting_down_ = false;
   /// The parser's chunk-header callback (it keeps a reference: must outlive the parse).
   std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> chunk_cb_;
 };

@@ -97,10 +97,21 @@ void InferenceServer::Impl::stop_accepting() {
       start_http_session(std::move(socket), this, /*request_pending=*/true);
   }
   acceptor->close(ec);
+  close_idle_tls();
+}
+
+void InferenceServer::Impl::close_idle_tls() {
+  std::vector<std::function<void()>> closers;
+  {
+    std::lock_guard lock(idle_mutex);
+    for (const auto& [session, close] : idle_tls) closers.push_back(close);
+  }
+  for (const auto& close : closers) close();
 }
 
 void InferenceServer::Impl::drain_then_stop(std::chrono::steady_clock::time_point give_up) {
-  if (active_requests.load() == 0 || std::chrono::steady_clock::now() >= give_up) {
+  if ((active_requests.load() == 0 && closing_connections.load() == 0) ||
+      std::chrono::steady_clock::now() >= give_up) {
     work.reset();
     ioc.stop();
     return;

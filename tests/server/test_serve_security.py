@@ -8,7 +8,9 @@ ctest (server_test_serve_security) like test_serve.py."""
 import json
 import os
 import shutil
+import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 
@@ -335,3 +337,84 @@ def test_client_ca_refused_at_start(secrets, client_certs, tmp_path):
         assert "model mnist" not in p.stdout, (extra, p.stdout)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and all(w in lines[0] for w in words), (extra, p.stderr)
+
+
+def _tls_client(port, cert):
+    """A TLS connection to the server that reports a TCP close without close_notify as an error
+    (suppress_ragged_eofs=False: SSLEOFError "EOF occurred in violation of protocol")."""
+    ctx = ssl.create_default_context(cafile=cert)
+    # Python 3.10+ sets this by default, which reads an EOF without close_notify as a clean one.
+    ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+    raw = socket.create_connection(("127.0.0.1", port), timeout=60)
+    return ctx.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
+
+
+def _read_to_close_notify(c):
+    """Everything the server sends until its close_notify (recv gives b""); a close without
+    one raises ssl.SSLEOFError."""
+    got = b""
+    while True:
+        chunk = c.recv(65536)
+        if not chunk:
+            return got
+        got += chunk
+
+
+def _read_response(c):
+    """One keep-alive response (headers and a Content-Length body)."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += c.recv(65536)
+    head, _, body = got.partition(b"\r\n\r\n")
+    length = int(next(l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        body += c.recv(65536)
+    return head
+
+
+def test_tls_close_notify_on_every_close(secrets, tmp_path):
+    """The HTTPS server ends each connection with a TLS shutdown (close_notify) before closing
+    the socket: after "Connection: close", after an error answer (400, lingering close), on the
+    idle timeout and at shutdown (SIGTERM) with a keep-alive connection idle; each time the client
+    reads to a clean close_notify (no SSLEOFError) and its own unwrap() completes. A client that
+    never answers the close_notify has the socket closed anyway (kTlsCloseTimeout, 5 s)."""
+    repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
+    cert = secrets["cert"]
+    live = b"GET /v2/health/live HTTP/1.1\r\nHost: localhost\r\n"
+
+    def serve(*extra):
+        return ts.ServeProcess([ts.SERVE, "--model-repository", repo, "--host", "127.0.0.1", "--http-port", "0",
+                                "--grpc-port", "0", "--tls-cert", cert, "--tls-key", secrets["key"], *extra])
+
+    with serve("--idle-timeout", "1") as s:
+        # The idle timeout (1 s) after a keep-alive request.
+        with _tls_client(s.port, cert) as c:
+            c.sendall(live + b"\r\n")
+            assert _read_response(c).startswith(b"HTTP/1.1 200")
+            assert _read_to_close_notify(c) == b""
+            c.unwrap()
+        assert s.stop() == 0, s.output()
+
+    with serve() as s:  # idle timeout 60 s: every close below is the server's own choice
+        # Connection: close, then a malformed request (400 and the lingering close).
+        for request, status in ((live + b"Connection: close\r\n\r\n", b"HTTP/1.1 200"),
+                                (b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 400")):
+            with _tls_client(s.port, cert) as c:
+                c.sendall(request)
+                assert _read_to_close_notify(c).startswith(status)
+                c.unwrap()
+        # A client that never sends its close_notify: the server closes the socket anyway.
+        with _tls_client(s.port, cert) as c:
+            c.sendall(live + b"Connection: close\r\n\r\n")
+            assert _read_to_close_notify(c).startswith(b"HTTP/1.1 200")
+            with socket.socket(fileno=os.dup(c.fileno())) as tcp:
+                tcp.settimeout(60)  # a bound against hanging; the server's is 5 s
+                assert tcp.recv(1) == b""  # its FIN, nothing else
+        # Shutdown with a keep-alive connection idle: closed with close_notify, then exit 0.
+        with _tls_client(s.port, cert) as c:
+            c.sendall(live + b"\r\n")
+            assert _read_response(c).startswith(b"HTTP/1.1 200")
+            s.proc.send_signal(signal.SIGTERM)
+            assert _read_to_close_notify(c) == b""
+            c.unwrap()
+        assert s.stop() == 0, s.output()
