@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
+
+#include "auth.h"
 #include "bounded_json.h"
 #include "furiosa/core/error.h"
 
@@ -93,6 +96,24 @@ std::vector<std::string> path_segments(std::string_view target) {
     i = j + 1;
   }
   return out;
+}
+
+bool request_authorized(const std::string& token, std::string_view target,
+                        std::string_view authorization) {
+  if (token.empty()) return true;
+  const auto path = path_segments(target);
+  if (path.size() == 3 && path[0] == "v2" && path[1] == "health" &&
+      (path[2] == "live" || path[2] == "ready"))
+    return true;
+  return bearer_matches(authorization, token);
+}
+
+std::size_t inference_header_length(std::string_view value) {
+  std::size_t n = 0;
+  auto [p, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (err != std::errc() || p != value.data() + value.size())
+    throw Error(ErrorCode::InvalidInput, "Inference-Header-Content-Length is not a byte count");
+  return n;
 }
 
 std::string server_metadata_json() {

@@ -4,6 +4,7 @@
 // target's path segments, the server metadata body and the repository index request's body.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -65,6 +66,15 @@ boost::beast::http::status http_status(ServeStatus status);
 /// Splits a request target's path into its segments ("/v2/models/m/infer?x" -> v2, models, m,
 /// infer); empty segments and the query are dropped.
 std::vector<std::string> path_segments(std::string_view target);
+
+/// Whether a request may go on: no `token` configured, a health probe (open, for load balancers
+/// and Kubernetes probes), or the `authorization` header "Bearer TOKEN" (auth.h).
+bool request_authorized(const std::string& token, std::string_view target,
+                        std::string_view authorization);
+
+/// The Inference-Header-Content-Length header's byte count (binary tensor data extension).
+/// Throws Error(InvalidInput) when it is not one.
+std::size_t inference_header_length(std::string_view value);
 
 /// GET /v2: the server metadata (name, version, extensions).
 std::string server_metadata_json();

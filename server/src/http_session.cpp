@@ -17,10 +17,10 @@
 // server stops sending, then reads and discards what the client still sends (bounded in bytes and
 // time), so a client still uploading its body reads the 413 instead of a reset.
 //
-// One Session template serves both transports: Session<PlainStream> (beast::tcp_stream, the
-// plain path, unchanged) and Session<TlsStream> (beast::ssl_stream over it, --tls-cert), which
-// first completes the TLS handshake within header_timeout_s; a client that does not speak TLS
-// (plain HTTP to the TLS port) fails the handshake and is closed without an answer. With
+// One Session template serves both transports: Session<PlainStream> (beast::tcp_stream) and
+// Session<TlsStream> (beast::ssl_stream over it, --tls-cert), which first completes the TLS
+// handshake within header_timeout_s (plain HTTP to the TLS port fails it and is closed without
+// an answer) and ends each close it chooses with a TLS shutdown (close_notify, bounded). With
 // --auth-token-file every request but the health probes must carry "Authorization: Bearer
 // TOKEN", checked once its header section is read (before its body): else 401.
 #include <fmt/format.h>
@@ -30,7 +30,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <charconv>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -133,16 +132,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, Connection
   /// Whether the request whose header was just read may go on: no token configured, a health
   /// probe (open, for load balancers and Kubernetes probes), or "Authorization: Bearer TOKEN".
   bool authorized() const {
-    const std::string& token = server_->auth_token;
-    if (token.empty()) return true;
     const auto& req = parser_->get();
     const auto target = req.target();
-    const auto path = path_segments(std::string_view(target.data(), target.size()));
-    if (path.size() == 3 && path[0] == "v2" && path[1] == "health" &&
-        (path[2] == "live" || path[2] == "ready"))
-      return true;
     const auto header = req[http::field::authorization];
-    return bearer_matches(std::string_view(header.data(), header.size()), token);
+    return request_authorized(server_->auth_token, std::string_view(target.data(), target.size()),
+                              std::string_view(header.data(), header.size()));
   }
 
   /// 401 before the body is read (an unauthenticated client never has its body buffered); the
@@ -422,16 +416,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, Connection
     std::optional<std::size_t> header_length;
     std::shared_ptr<InferRequest> request;
     try {
-      if (auto h = request_.find("Inference-Header-Content-Length"); h != request_.end()) {
-        std::size_t n = 0;
-        const auto value = h->value();
-        auto [p, err] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (err != std::errc() || p != value.data() + value.size()) {
-          throw Error(ErrorCode::InvalidInput,
-                      "Inference-Header-Content-Length is not a byte count");
-        }
-        header_length = n;
-      }
+      if (auto h = request_.find("Inference-Header-Content-Length"); h != request_.end())
+        header_length =
+            inference_header_length(std::string_view(h->value().data(), h->value().size()));
       request = std::make_shared<InferRequest>(
           decode_infer_request(request_.body(), header_length, model.model().inputs));
     } catch (const std::exception& e) {
@@ -516,10 +503,30 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, Connection
   }
 
   void linger_close() {
-    // TLS: OpenSSL discards the application data the client still sends once our close_notify
-    // is out, until the client's own close_notify (or kTlsCloseTimeout).
-    if constexpr (kTls) return close_gracefully();
+    if constexpr (kTls) {
+      if (shutting_down_) return;
+      shutting_down_ = true;
+      count_closing();  // before the request leaves active_requests
+    }
+    set_receiving(false);
     uncount_request();
+    if constexpr (kTls) {
+      // A one-way TLS shutdown: the client's close_notify counted as received, so ours is sent
+      // without waiting for it; then the plain linger below the TLS layer, so a client still
+      // uploading reads the answer and a clean close.
+      SSL_set_shutdown(stream_.native_handle(), SSL_RECEIVED_SHUTDOWN);
+      lowest().expires_after(kTlsCloseTimeout);
+      return stream_.async_shutdown([self = this->shared_from_this()](beast::error_code ec) {
+        self->uncount_closing();
+        if (ec) return self->close_now();
+        self->linger_tcp();
+      });
+    }
+    linger_tcp();
+  }
+
+  /// The lingering close on the TCP stream: FIN, then what the client still sends discarded.
+  void linger_tcp() {
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close_now();
@@ -529,13 +536,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, Connection
   void discard() {
     buffer_.consume(buffer_.size());
     lowest().expires_after(kLingerQuiet);
-    stream_.async_read_some(buffer_.prepare(64 * 1024),
-                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
-                              self->lingered_ += n;
-                              if (ec || n == 0 || self->lingered_ >= kLingerBytes)
-                                return self->close_now();
-                              self->discard();
-                            });
+    lowest().async_read_some(buffer_.prepare(64 * 1024), [self = this->shared_from_this()](
+                                                             beast::error_code ec, std::size_t n) {
+      self->lingered_ += n;
+      if (ec || n == 0 || self->lingered_ >= kLingerBytes) return self->close_now();
+      self->discard();
+    });
   }
 
   /// Closes the connection; over TLS first the TLS shutdown (our close_notify, then the

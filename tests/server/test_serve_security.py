@@ -13,6 +13,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 
 import grpc
 import numpy as np
@@ -376,8 +377,9 @@ def test_tls_close_notify_on_every_close(secrets, tmp_path):
     """The HTTPS server ends each connection with a TLS shutdown (close_notify) before closing
     the socket: after "Connection: close", after an error answer (400, lingering close), on the
     idle timeout and at shutdown (SIGTERM) with a keep-alive connection idle; each time the client
-    reads to a clean close_notify (no SSLEOFError) and its own unwrap() completes. A client that
-    never answers the close_notify has the socket closed anyway (kTlsCloseTimeout, 5 s)."""
+    reads to a clean close_notify (no SSLEOFError) and its own unwrap() completes. After a 413
+    the client's upload still completes (a one-way TLS shutdown, then the lingering close). A
+    client that never answers the close_notify has the socket closed anyway (kTlsCloseTimeout)."""
     repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
     cert = secrets["cert"]
     live = b"GET /v2/health/live HTTP/1.1\r\nHost: localhost\r\n"
@@ -395,7 +397,29 @@ def test_tls_close_notify_on_every_close(secrets, tmp_path):
             c.unwrap()
         assert s.stop() == 0, s.output()
 
-    with serve() as s:  # idle timeout 60 s: every close below is the server's own choice
+    with serve("--max-body-bytes", "1048576") as s:  # idle timeout 60 s: each close is the server's own
+        # 413 while the client still uploads 4 MiB: the upload completes (the server reads and
+        # discards it below TLS after its close_notify) and the client reads the 413 and a clean close.
+        with _tls_client(s.port, cert) as c:
+            body = b"x" * (4 << 20)
+            c.sendall(b"POST /v2/models/mnist/infer HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n"
+                      % len(body))
+            upload_errors = []
+
+            def upload():
+                try:
+                    for i in range(0, len(body), 65536):
+                        c.sendall(body[i:i + 65536])
+                except OSError as e:
+                    upload_errors.append(e)
+
+            uploader = threading.Thread(target=upload)
+            uploader.start()
+            try:
+                assert _read_to_close_notify(c).startswith(b"HTTP/1.1 413")
+            finally:
+                uploader.join(timeout=120)
+            assert upload_errors == []
         # Connection: close, then a malformed request (400 and the lingering close).
         for request, status in ((live + b"Connection: close\r\n\r\n", b"HTTP/1.1 200"),
                                 (b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 400")):
