@@ -48,8 +48,6 @@ class ConnectionAccounting {
   void count_closing();
   /// Its closing_connections count, given back.
   void uncount_closing();
-  /// Whether count_closing() counts it now.
-  bool closing_counted() const { return close_counted_; }
 
   InferenceServer::Impl* server_;  ///< borrowed; outlives the connection
 

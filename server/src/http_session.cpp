@@ -155,26 +155,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, Connection
   }
 
   /// Idle: waits for the first byte of the next request (bytes already buffered count). Over
-  /// TLS the idle timeout is a timer of its own that ends the read without closing the socket,
-  /// so that the connection can still be closed with close_notify; so does shutdown
-  /// (InferenceServer::Impl::close_idle_tls()).
+  /// TLS the idle timeout is a timer of its own that ends the read without closing the socket
+  /// (close_notify can still be sent), and the connection is in idle_tls (server_impl.h), for
+  /// shutdown; listed first, then `stopping` read: a shutdown that missed it has set it.
   void wait_request() {
-    if (buffer_.size() > 0) return read_header();
+    if constexpr (kTls) list_idle(true);
+    if (buffer_.size() > 0 || (kTls && server_->stopping.load())) {
+      if (buffer_.size() > 0) read_header();
+      else close_gracefully();
+      if constexpr (kTls) list_idle(false);
+      return;
+    }
     if constexpr (kTls) {
-      if (server_->stopping.load()) return close_gracefully();
       lowest().expires_never();
       idle_ = true;
       idle_timer_.expires_after(seconds(server_->options.idle_timeout_s));
       idle_timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
-        if (!ec) self->end_idle(false);
+        if (!ec) self->end_idle();
       });
-      std::lock_guard lock(server_->idle_mutex);
-      server_->idle_tls[this] = [weak = this->weak_from_this()] {
-        auto self = weak.lock();
-        if (!self) return;
-        self->server_->closing_connections.fetch_add(1);  // before drain_then_stop looks
-        asio::post(self->stream_.get_executor(), [self] { self->end_idle(true); });
-      };
     } else {
       lowest().expires_after(seconds(server_->options.idle_timeout_s));
     }
@@ -184,33 +182,33 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, Connection
           if constexpr (kTls) {
             self->idle_ = false;
             self->idle_timer_.cancel();
-            std::lock_guard lock(self->server_->idle_mutex);
-            self->server_->idle_tls.erase(self.get());
           }
           if (!ec && n > 0) {
             if constexpr (kTls) self->idle_expired_ = false;
-            return self->read_header();
+            self->read_header();
+          } else if (kTls && (self->idle_expired_ || ec == asio::error::eof)) {
+            self->close_gracefully();  // the idle timeout, shutdown or the peer's close_notify
+          } else {
+            self->close_now();  // closed, reset or timed out: no request started
           }
-          // The peer's close_notify (eof), the idle timeout or shutdown: answered with ours.
-          if constexpr (kTls) {
-            if (self->idle_expired_ || ec == asio::error::eof) return self->close_gracefully();
-          }
-          self->close_now();  // closed, reset or timed out: no request started
+          if constexpr (kTls) self->list_idle(false);  // counted by its next state by now
         });
   }
 
-  /// TLS, on the strand: the idle timeout fired (`counted` false) or shutdown asked this idle
-  /// connection to close (`counted`: closing_connections already counts it). Ends the idle
-  /// read, whose handler closes with close_notify; nothing once the connection is not idle.
-  void end_idle(bool counted) {
-    if (counted) {
-      if (!idle_ || closing_counted()) {
-        server_->closing_connections.fetch_sub(1);
-        return;
-      }
-      count_closing();  // adopts the closer's count: one of the two is given back at once
-      server_->closing_connections.fetch_sub(1);
-    }
+  /// TLS: lists the connection in idle_tls (`on`), with the function shutdown calls to end its
+  /// idle wait on its strand, or takes it off.
+  void list_idle(bool on) {
+    std::lock_guard lock(server_->idle_mutex);
+    if (!on) return (void)server_->idle_tls.erase(this);
+    server_->idle_tls[this] = [weak = this->weak_from_this()] {
+      if (auto self = weak.lock())
+        asio::post(self->stream_.get_executor(), [self] { self->end_idle(); });
+    };
+  }
+
+  /// TLS, on the strand: the idle timeout fired or shutdown asked the connection to close. Ends
+  /// the idle read, whose handler closes with close_notify; nothing once it is not idle.
+  void end_idle() {
     if (!idle_) return;
     idle_expired_ = true;
     beast::error_code ignored;
@@ -490,6 +488,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, Connection
                         const bool error_response = self->response_->result_int() >= 400;
                         self->response_.reset();
                         if (again) {
+                          if constexpr (kTls) self->list_idle(true);  // before it stops counting
                           self->uncount_request();
                           return self->wait_request();
                         }

@@ -110,7 +110,11 @@ void InferenceServer::Impl::close_idle_tls() {
 }
 
 void InferenceServer::Impl::drain_then_stop(std::chrono::steady_clock::time_point give_up) {
-  if ((active_requests.load() == 0 && closing_connections.load() == 0) ||
+  const bool idle_tls_left = [this] {
+    std::lock_guard lock(idle_mutex);
+    return !idle_tls.empty();
+  }();
+  if ((active_requests.load() == 0 && closing_connections.load() == 0 && !idle_tls_left) ||
       std::chrono::steady_clock::now() >= give_up) {
     work.reset();
     ioc.stop();

@@ -49,12 +49,14 @@ struct InferenceServer::Impl {
   /// Requests whose first bytes were received and that are not yet answered (their response
   /// written, or the connection dropped by the client): what a graceful shutdown waits for.
   std::atomic<std::size_t> active_requests{0};
-  /// HTTPS connections doing their TLS shutdown (close_notify, kTlsCloseTimeout at most), or
-  /// asked to by shutdown: the drain waits for them too.
+  /// HTTPS connections doing their TLS shutdown (close_notify, kTlsCloseTimeout at most): the
+  /// drain waits for them too.
   std::atomic<std::size_t> closing_connections{0};
   /// Idle HTTPS connections by session, each with the function that has it close with
-  /// close_notify (posted to its strand; counted in closing_connections first). Guarded by
-  /// idle_mutex; a session enters when it waits for a request, leaves when that wait ends.
+  /// close_notify (posted to its strand). Guarded by idle_mutex; a session is listed from
+  /// before its request stops counting in active_requests until its next state (a request, a
+  /// TLS shutdown) counts it, so the drain, which waits for this to be empty too, never misses
+  /// one in between.
   std::map<const void*, std::function<void()>> idle_tls;
   std::mutex idle_mutex;  ///< guards idle_tls
   /// Bytes of request bodies held across all HTTP connections (options.max_buffered_bytes).
