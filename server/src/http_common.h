@@ -27,6 +27,7 @@ class ConnectionAccounting {
  public:
   /// Counts an open connection of `server`.
   explicit ConnectionAccounting(InferenceServer::Impl* server);
+  /// Gives back whatever the connection still holds, and its open-connection count.
   ~ConnectionAccounting();
   ConnectionAccounting(const ConnectionAccounting&) = delete;
   ConnectionAccounting& operator=(const ConnectionAccounting&) = delete;
