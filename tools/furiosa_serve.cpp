@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", options.tls_cert,
                  "PEM certificate chain: serve HTTPS and gRPC over TLS (with --tls-key)");
   app.add_option("--tls-key", options.tls_key, "PEM private key of --tls-cert (unencrypted)");
+  app.add_option("--tls-client-ca", options.tls_client_ca,
+                 "PEM CA certificate(s): mutual TLS, every client (health probes included) must "
+                 "present a certificate signed by them (with --tls-cert)");
   app.add_option("--auth-token-file", options.auth_token_file,
                  "File holding a bearer token every request but the health probes must carry "
                  "(Authorization: Bearer TOKEN; gRPC metadata authorization)");

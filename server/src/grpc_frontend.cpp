@@ -179,7 +179,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
       inference::RepositoryModelUnloadResponse* response) override {
     const std::string& name = requested_model(*request);
     response->set_model_name(name);
-    return control(context, name, false, [response](bool ok) { response->set_isunloaded(ok); });
+    return control(
+        context, name, false, [response](bool ok) { response->set_isunloaded(ok); }, nullptr,
+        request);
   }
 
   /// Triton's; the rows of POST /v2/repository/index. repository_name is not looked at (the
@@ -209,10 +211,13 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
  private:
   /// A load or unload: queued on the registry's control thread and finished when done. A
-  /// load's `request` brings its parameters (load_parameters.h), checked before queueing.
-  grpc::ServerUnaryReactor* control(grpc::CallbackServerContext* context, const std::string& name,
-                                    bool load, std::function<void(bool)> set_done,
-                                    const inference::RepositoryModelLoadRequest* request = nullptr) {
+  /// load's `request` or an unload's `unload_request` brings its parameters
+  /// (load_parameters.h), checked before queueing.
+  grpc::ServerUnaryReactor* control(
+      grpc::CallbackServerContext* context, const std::string& name, bool load,
+      std::function<void(bool)> set_done,
+      const inference::RepositoryModelLoadRequest* request = nullptr,
+      const inference::RepositoryModelUnloadRequest* unload_request = nullptr) {
     if (!authorized(context)) return done(context, unauthenticated());
     auto* reactor = context->DefaultReactor();
     if (stopping_.load()) {
@@ -233,6 +238,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
         models_.load(name, finish,
                      request ? config_of_load_parameters(load_parameters_of(*request)) : std::nullopt);
       } else {
+        if (unload_request) check_unload_parameters(unload_parameters_of(*unload_request));
         models_.unload(name, finish);
       }
     } catch (const std::exception& e) {
@@ -297,6 +303,11 @@ std::uint16_t GrpcFrontend::start(const std::string& host, std::uint16_t port,
   if (tls) {
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+    if (!tls->client_ca_pem.empty()) {
+      // Mutual TLS: a call without a certificate signed by --tls-client-ca fails the handshake.
+      ssl.pem_root_certs = tls->client_ca_pem;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
     credentials = grpc::SslServerCredentials(ssl);
   }
   builder.AddListeningPort(address, credentials, &bound);

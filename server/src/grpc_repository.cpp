@@ -42,6 +42,13 @@ void fill_model_statistics(const std::vector<StatisticsRow>& rows,
     set(s->mutable_compute_input(), r.compute_input);
     set(s->mutable_compute_infer(), r.compute_infer);
     set(s->mutable_compute_output(), r.compute_output);
+    for (const BatchStatisticsRow& b : r.batch_stats) {
+      auto* batch = m->add_batch_stats();
+      batch->set_batch_size(b.batch_size);
+      set(batch->mutable_compute_input(), b.compute_input);
+      set(batch->mutable_compute_infer(), b.compute_infer);
+      set(batch->mutable_compute_output(), b.compute_output);
+    }
   }
 }
 
@@ -56,6 +63,16 @@ LoadParameters load_parameters_of(const inference::RepositoryModelLoadRequest& r
   for (const auto& [name, value] : request.parameters()) {
     out[name] = value.parameter_choice_case() == inference::ModelRepositoryParameter::kStringParam
                     ? std::optional<std::string>(value.string_param())
+                    : std::nullopt;
+  }
+  return out;
+}
+
+UnloadParameters unload_parameters_of(const inference::RepositoryModelUnloadRequest& request) {
+  UnloadParameters out;
+  for (const auto& [name, value] : request.parameters()) {
+    out[name] = value.parameter_choice_case() == inference::ModelRepositoryParameter::kBoolParam
+                    ? std::optional<bool>(value.bool_param())
                     : std::nullopt;
   }
   return out;

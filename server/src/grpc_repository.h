@@ -18,7 +18,7 @@ void fill_repository_index(const std::vector<IndexRow>& rows,
                            inference::RepositoryIndexResponse& response);
 
 /// ModelStatisticsResponse of `rows` (statistics_rows()), one ModelStatistics per row, with
-/// inference_stats as GET .../stats has it and no batch_stats.
+/// inference_stats and batch_stats as GET .../stats has them.
 void fill_model_statistics(const std::vector<StatisticsRow>& rows,
                            inference::ModelStatisticsResponse& response);
 
@@ -31,6 +31,10 @@ std::vector<const ModelService*> statistics_models(const ModelRegistry& models,
 /// The load parameters of a RepositoryModelLoadRequest: a string_param as its text, any other
 /// kind as "not a string" (config_of_load_parameters() refuses it by name).
 LoadParameters load_parameters_of(const inference::RepositoryModelLoadRequest& request);
+
+/// The unload parameters of a RepositoryModelUnloadRequest: a bool_param as its value, any other
+/// kind as "not a bool" (check_unload_parameters() refuses it by name).
+UnloadParameters unload_parameters_of(const inference::RepositoryModelUnloadRequest& request);
 
 /// The model a load or unload request names: Triton's model_name (our triton_model_name,
 /// field 2) when set, else KServe's model_name (field 1).

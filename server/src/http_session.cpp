@@ -17,10 +17,10 @@
 // server stops sending, then reads and discards what the client still sends (bounded in bytes and
 // time), so a client still uploading its body reads the 413 instead of a reset.
 //
-// One Session template serves both transports: Session<PlainStream> (beast::tcp_stream, the
-// plain path, unchanged) and Session<TlsStream> (beast::ssl_stream over it, --tls-cert), which
-// first completes the TLS handshake within header_timeout_s; a client that does not speak TLS
-// (plain HTTP to the TLS port) fails the handshake and is closed without an answer. With
+// One Session template serves both transports: Session<PlainStream> (beast::tcp_stream) and
+// Session<TlsStream> (beast::ssl_stream over it, --tls-cert), which first completes the TLS
+// handshake within header_timeout_s (plain HTTP to the TLS port fails it and is closed without
+// an answer) and ends each close it chooses with a TLS shutdown (close_notify, bounded). With
 // --auth-token-file every request but the health probes must carry "Authorization: Bearer
 // TOKEN", checked once its header section is read (before its body): else 401.
 #include <fmt/format.h>
@@ -30,7 +30,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <charconv>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -43,7 +42,7 @@
 #include "furiosa/core/error.h"
 #include "furiosa/core/text.h"
 #include "auth.h"
-#include "bounded_json.h"
+#include "http_common.h"
 #include "furiosa/server/v2_protocol.h"
 #include "introspection.h"
 #include "load_parameters.h"
@@ -60,20 +59,6 @@ namespace {
 
 using Response = http::response<http::string_body>;
 
-/// The HTTP status of a serving outcome (serve_error.h's table).
-http::status http_status(ServeStatus status) {
-  switch (status) {
-    case ServeStatus::Ok: return http::status::ok;
-    case ServeStatus::InvalidArgument: return http::status::bad_request;
-    case ServeStatus::NotFound: return http::status::not_found;
-    case ServeStatus::ResourceExhausted: return http::status::too_many_requests;
-    case ServeStatus::Unavailable: return http::status::service_unavailable;
-    case ServeStatus::DeadlineExceeded: return http::status::gateway_timeout;
-    case ServeStatus::Internal: return http::status::internal_server_error;
-  }
-  return http::status::internal_server_error;
-}
-
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(s));
@@ -85,13 +70,16 @@ beast::error_code over_budget() { return asio::error::no_buffer_space; }
 /// Bytes a lingering close reads and discards at most, and for how long without any.
 constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
 constexpr auto kLingerQuiet = std::chrono::seconds(5);
+/// How long a TLS shutdown may take (our close_notify sent, the peer's awaited) before the
+/// socket is closed anyway: a peer that never answers cannot hold the connection.
+constexpr auto kTlsCloseTimeout = std::chrono::seconds(5);
 
 /// The plain HTTP stream and the HTTPS one (TLS over the same TCP stream and its timeouts).
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public std::enable_shared_from_this<Session<Stream>>, ConnectionAccounting {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
@@ -99,14 +87,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   /// server's ssl::context).
   template <class... StreamArgs>
   explicit Session(InferenceServer::Impl* server, StreamArgs&&... stream_args)
-      : stream_(std::forward<StreamArgs>(stream_args)...), server_(server) {
-    server_->http_metrics.connections.Increment();
-  }
+      : ConnectionAccounting(server),
+        stream_(std::forward<StreamArgs>(stream_args)...),
+        idle_timer_(stream_.get_executor()) {}
   ~Session() {
-    if (receiving_) server_->http_metrics.receiving.Decrement();
-    release_body_bytes();
-    if (counted_) server_->active_requests.fetch_sub(1);
-    server_->http_metrics.connections.Decrement();
+    if constexpr (kTls) {
+      std::lock_guard lock(server_->idle_mutex);
+      server_->idle_tls.erase(this);
+    }
   }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -123,41 +111,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
  private:
-  void count_request() {
-    if (counted_) return;
-    counted_ = true;
-    server_->active_requests.fetch_add(1);
-  }
-  void uncount_request() {
-    release_body_bytes();
-    if (!counted_) return;
-    counted_ = false;
-    server_->active_requests.fetch_sub(1);
-  }
-  /// Takes `n` more bytes of the server-wide budget of request bytes held (max_buffered_bytes)
-  /// for this request's body, until it has been routed; false (nothing taken) when that would
-  /// pass the budget.
-  bool reserve_body_bytes(std::uint64_t n) {
-    const std::size_t cap = server_->options.max_buffered_bytes;
-    std::size_t held = server_->buffered_bytes.load();
-    do {
-      if (n > cap || held > cap - n) return false;
-    } while (!server_->buffered_bytes.compare_exchange_weak(held, held + n));
-    reserved_ += n;
-    return true;
-  }
-  void release_body_bytes() {
-    if (reserved_ == 0) return;
-    server_->buffered_bytes.fetch_sub(reserved_);
-    reserved_ = 0;
-  }
-  void set_receiving(bool on) {
-    if (on == receiving_) return;
-    receiving_ = on;
-    if (on) server_->http_metrics.receiving.Increment();
-    else server_->http_metrics.receiving.Decrement();
-  }
-
   /// The lowest layer: the TCP stream with its timer and socket.
   beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
 
@@ -179,16 +132,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   /// Whether the request whose header was just read may go on: no token configured, a health
   /// probe (open, for load balancers and Kubernetes probes), or "Authorization: Bearer TOKEN".
   bool authorized() const {
-    const std::string& token = server_->auth_token;
-    if (token.empty()) return true;
     const auto& req = parser_->get();
     const auto target = req.target();
-    const auto path = segments(std::string_view(target.data(), target.size()));
-    if (path.size() == 3 && path[0] == "v2" && path[1] == "health" &&
-        (path[2] == "live" || path[2] == "ready"))
-      return true;
     const auto header = req[http::field::authorization];
-    return bearer_matches(std::string_view(header.data(), header.size()), token);
+    return request_authorized(server_->auth_token, std::string_view(target.data(), target.size()),
+                              std::string_view(header.data(), header.size()));
   }
 
   /// 401 before the body is read (an unauthenticated client never has its body buffered); the
@@ -206,17 +154,65 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     write(std::move(res));
   }
 
-  /// Idle: waits for the first byte of the next request (bytes already buffered count).
+  /// Idle: waits for the first byte of the next request (bytes already buffered count). Over
+  /// TLS the idle timeout is a timer of its own that ends the read without closing the socket
+  /// (close_notify can still be sent), and the connection is in idle_tls (server_impl.h), for
+  /// shutdown; listed first, then `stopping` read: a shutdown that missed it has set it.
   void wait_request() {
-    if (buffer_.size() > 0) return read_header();
-    lowest().expires_after(seconds(server_->options.idle_timeout_s));
+    if constexpr (kTls) list_idle(true);
+    if (buffer_.size() > 0 || (kTls && server_->stopping.load())) {
+      if (buffer_.size() > 0) read_header();
+      else close_gracefully();
+      if constexpr (kTls) list_idle(false);
+      return;
+    }
+    if constexpr (kTls) {
+      lowest().expires_never();
+      idle_ = true;
+      idle_timer_.expires_after(seconds(server_->options.idle_timeout_s));
+      idle_timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+        if (!ec) self->end_idle();
+      });
+    } else {
+      lowest().expires_after(seconds(server_->options.idle_timeout_s));
+    }
     stream_.async_read_some(
         buffer_.prepare(4096), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
           self->buffer_.commit(n);
-          if (ec || n == 0)
-            return self->close_now();  // closed, timed out or reset: no request started
-          self->read_header();
+          if constexpr (kTls) {
+            self->idle_ = false;
+            self->idle_timer_.cancel();
+          }
+          if (!ec && n > 0) {
+            if constexpr (kTls) self->idle_expired_ = false;
+            self->read_header();
+          } else if (kTls && (self->idle_expired_ || ec == asio::error::eof)) {
+            self->close_gracefully();  // the idle timeout, shutdown or the peer's close_notify
+          } else {
+            self->close_now();  // closed, reset or timed out: no request started
+          }
+          if constexpr (kTls) self->list_idle(false);  // counted by its next state by now
         });
+  }
+
+  /// TLS: lists the connection in idle_tls (`on`), with the function shutdown calls to end its
+  /// idle wait on its strand, or takes it off.
+  void list_idle(bool on) {
+    std::lock_guard lock(server_->idle_mutex);
+    if (!on) return (void)server_->idle_tls.erase(this);
+    server_->idle_tls[this] = [weak = this->weak_from_this()] {
+      if (auto self = weak.lock())
+        asio::post(self->stream_.get_executor(), [self] { self->end_idle(); });
+    };
+  }
+
+  /// TLS, on the strand: the idle timeout fired or shutdown asked the connection to close. Ends
+  /// the idle read, whose handler closes with close_notify; nothing once it is not idle.
+  void end_idle() {
+    if (!idle_) return;
+    idle_expired_ = true;
+    beast::error_code ignored;
+    lowest().socket().cancel(ignored);
   }
 
   void read_header() {
@@ -328,23 +324,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     release_body_bytes();
   }
 
-  /// Splits the target path into its segments ("/v2/models/m/infer" -> v2, models, m, infer).
-  static std::vector<std::string> segments(std::string_view target) {
-    if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
-    std::vector<std::string> out;
-    std::size_t i = 0;
-    while (i < target.size()) {
-      std::size_t j = target.find('/', i);
-      if (j == std::string_view::npos) j = target.size();
-      if (j > i) out.emplace_back(target.substr(i, j - i));
-      i = j + 1;
-    }
-    return out;
-  }
-
   void route() {
     const auto target = request_.target();
-    const auto path = segments(std::string_view(target.data(), target.size()));
+    const auto path = path_segments(std::string_view(target.data(), target.size()));
     const auto method = request_.method();
     const bool get = method == http::verb::get;
     if (server_->stopping.load() &&
@@ -356,7 +338,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (path.empty() || path[0] != "v2")
       return reply(http::status::not_found, error_json("no such endpoint"));
     if (path.size() == 1 && get) {
-      return reply(http::status::ok, nlohmann_server_metadata());
+      return reply(http::status::ok, server_metadata_json());
     }
     if (path.size() == 3 && path[1] == "health" && get) {
       if (path[2] == "live") return reply(http::status::ok, "");
@@ -365,8 +347,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     // Triton's model repository extension (model_control.h) and introspection (introspection.h).
     if (path.size() >= 3 && path[1] == "repository" && method == http::verb::post) {
       if (path.size() == 3 && path[2] == "index") {
-        return reply(http::status::ok,
-                     repository_index_json(server_->models->index(index_ready_only())));
+        return reply(
+            http::status::ok,
+            repository_index_json(server_->models->index(index_ready_only(request_.body()))));
       }
       if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload"))
         return control(path[3], path[4] == "load");
@@ -403,28 +386,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     reply(http::status::not_found, error_json("no such endpoint"));
   }
 
-  static std::string nlohmann_server_metadata() {
-    return R"({"name":"furiosa-serve","version":"0.1.0","extensions":["binary_tensor_data","model_repository","statistics","model_configuration"]})";
-  }
-
-  /// The index request's {"ready": true} (an empty body or {} lists every model). Throws
-  /// Error(InvalidInput) for another body.
-  bool index_ready_only() const {
-    const std::string& body = request_.body();
-    if (body.find_first_not_of(" \t\r\n") == std::string::npos) return false;
-    nlohmann::json j;
-    if (parse_bounded_json(body, j) != JsonParse::Ok || !j.is_object()) {
-      throw Error(ErrorCode::InvalidInput, "the repository index request must be a JSON object");
-    }
-    const auto ready = j.find("ready");
-    if (ready == j.end()) return false;
-    if (!ready->is_boolean())
-      throw Error(ErrorCode::InvalidInput, "\"ready\" must be true or false");
-    return ready->get<bool>();
-  }
-
   /// POST /v2/repository/models/NAME/load|unload: queued on the registry's control thread,
-  /// answered (200 with an empty body, or the error) when it is done. A load body's
+  /// answered (200 with an empty body, or the error) when it is done. A load or unload body's
   /// parameters (load_parameters.h) are checked first: a bad one is answered 400 at once.
   void control(const std::string& name, bool load) {
     auto done = [self = this->shared_from_this()](std::exception_ptr error) {
@@ -441,6 +404,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       server_->models->load(name, std::move(done),
                             config_of_load_parameters(load_parameters_of_json(request_.body())));
     } else {
+      check_unload_parameters(unload_parameters_of_json(request_.body()));
       server_->models->unload(name, std::move(done));
     }
   }
@@ -450,16 +414,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     std::optional<std::size_t> header_length;
     std::shared_ptr<InferRequest> request;
     try {
-      if (auto h = request_.find("Inference-Header-Content-Length"); h != request_.end()) {
-        std::size_t n = 0;
-        const auto value = h->value();
-        auto [p, err] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (err != std::errc() || p != value.data() + value.size()) {
-          throw Error(ErrorCode::InvalidInput,
-                      "Inference-Header-Content-Length is not a byte count");
-        }
-        header_length = n;
-      }
+      if (auto h = request_.find("Inference-Header-Content-Length"); h != request_.end())
+        header_length =
+            inference_header_length(std::string_view(h->value().data(), h->value().size()));
       request = std::make_shared<InferRequest>(
           decode_infer_request(request_.body(), header_length, model.model().inputs));
     } catch (const std::exception& e) {
@@ -530,18 +487,45 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                         const bool again = !ec && self->response_->keep_alive();
                         const bool error_response = self->response_->result_int() >= 400;
                         self->response_.reset();
-                        self->uncount_request();
-                        if (again) return self->wait_request();
+                        if (again) {
+                          if constexpr (kTls) self->list_idle(true);  // before it stops counting
+                          self->uncount_request();
+                          return self->wait_request();
+                        }
                         if (ec) return self->close_now();
                         // Closing with unread request bytes makes the kernel send a reset, which
                         // can overtake the response: after an error (413 mid-upload) read what the
                         // client still sends first.
                         if (error_response) return self->linger_close();
-                        self->close_now();
+                        self->close_gracefully();
                       });
   }
 
   void linger_close() {
+    if constexpr (kTls) {
+      if (shutting_down_) return;
+      shutting_down_ = true;
+      count_closing();  // before the request leaves active_requests
+    }
+    set_receiving(false);
+    uncount_request();
+    if constexpr (kTls) {
+      // A one-way TLS shutdown: the client's close_notify counted as received, so ours is sent
+      // without waiting for it; then the plain linger below the TLS layer, so a client still
+      // uploading reads the answer and a clean close.
+      SSL_set_shutdown(stream_.native_handle(), SSL_RECEIVED_SHUTDOWN);
+      lowest().expires_after(kTlsCloseTimeout);
+      return stream_.async_shutdown([self = this->shared_from_this()](beast::error_code ec) {
+        self->uncount_closing();
+        if (ec) return self->close_now();
+        self->linger_tcp();
+      });
+    }
+    linger_tcp();
+  }
+
+  /// The lingering close on the TCP stream: FIN, then what the client still sends discarded.
+  void linger_tcp() {
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close_now();
@@ -551,15 +535,36 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void discard() {
     buffer_.consume(buffer_.size());
     lowest().expires_after(kLingerQuiet);
-    stream_.async_read_some(buffer_.prepare(64 * 1024),
-                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
-                              self->lingered_ += n;
-                              if (ec || n == 0 || self->lingered_ >= kLingerBytes)
-                                return self->close_now();
-                              self->discard();
-                            });
+    lowest().async_read_some(buffer_.prepare(64 * 1024), [self = this->shared_from_this()](
+                                                             beast::error_code ec, std::size_t n) {
+      self->lingered_ += n;
+      if (ec || n == 0 || self->lingered_ >= kLingerBytes) return self->close_now();
+      self->discard();
+    });
   }
 
+  /// Closes the connection; over TLS first the TLS shutdown (our close_notify, then the
+  /// peer's awaited), bounded by kTlsCloseTimeout, counted in closing_connections meanwhile
+  /// (shutdown's drain waits for it). Idempotent.
+  void close_gracefully() {
+    if constexpr (!kTls) {
+      close_now();
+    } else {
+      if (shutting_down_) return;
+      shutting_down_ = true;
+      count_closing();  // before the request leaves active_requests
+      set_receiving(false);
+      uncount_request();
+      lowest().expires_after(kTlsCloseTimeout);
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        self->close_now();
+        self->uncount_closing();
+      });
+    }
+  }
+
+  /// Closes the connection at once (a FIN; over TLS without close_notify: the TLS session
+  /// failed, the socket is already closed, or close_gracefully() has done the TLS shutdown).
   void close_now() {
     set_receiving(false);
     uncount_request();
@@ -568,16 +573,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   Stream stream_;
-  InferenceServer::Impl* server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> request_;
   std::shared_ptr<Response> response_;
   bool keep_alive_ = true;
-  bool counted_ = false;    ///< counted in active_requests
-  bool receiving_ = false;  ///< counted in http_metrics.receiving
   std::size_t lingered_ = 0;
-  std::uint64_t reserved_ = 0;  ///< bytes of this request in server_->buffered_bytes
+  /// TLS: the idle timer (the stream's own timer would close the socket), and the idle state,
+  /// all used on the strand only: waiting for a request; the idle read ended by the timer or
+  /// shutdown; the TLS shutdown started.
+  asio::steady_timer idle_timer_;
+  bool idle_ = false;
+  bool idle_expired_ = false;
+  bool shutting_down_ = false;
   /// The parser's chunk-header callback (it keeps a reference: must outlive the parse).
   std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> chunk_cb_;
 };

@@ -34,6 +34,12 @@ std::vector<StatisticsRow> statistics_rows(const std::vector<const ModelService*
     r.queue = {s.queue_count, s.queue_ns};
     // The runtime request's whole time (host stages and device) is compute_infer.
     r.compute_infer = {s.execution_count, s.compute_ns};
+    for (const ModelStats::BatchSize& b : s.batch_stats) {
+      BatchStatisticsRow row;
+      row.batch_size = b.batch_size;
+      row.compute_infer = {b.count, b.ns};
+      r.batch_stats.push_back(row);
+    }
     rows.push_back(std::move(r));
   }
   return rows;
@@ -43,6 +49,13 @@ std::string model_stats_json(const std::vector<const ModelService*>& models) {
   json list = json::array();
   auto stat = [](const StatDuration& d) { return json{{"count", d.count}, {"ns", d.ns}}; };
   for (const StatisticsRow& r : statistics_rows(models)) {
+    json batches = json::array();
+    for (const BatchStatisticsRow& b : r.batch_stats) {
+      batches.push_back({{"batch_size", b.batch_size},
+                         {"compute_input", stat(b.compute_input)},
+                         {"compute_infer", stat(b.compute_infer)},
+                         {"compute_output", stat(b.compute_output)}});
+    }
     list.push_back({{"name", r.name},
                     {"version", r.version},
                     {"last_inference", r.last_inference_ms},
@@ -54,7 +67,8 @@ std::string model_stats_json(const std::vector<const ModelService*>& models) {
                       {"queue", stat(r.queue)},
                       {"compute_input", stat(r.compute_input)},
                       {"compute_infer", stat(r.compute_infer)},
-                      {"compute_output", stat(r.compute_output)}}}});
+                      {"compute_output", stat(r.compute_output)}}},
+                    {"batch_stats", std::move(batches)}});
   }
   return json{{"model_stats", std::move(list)}}.dump(-1, ' ', false,
                                                      json::error_handler_t::replace);

@@ -23,6 +23,14 @@ struct StatDuration {
   std::uint64_t ns = 0;     ///< their total duration, nanoseconds (steady clock)
 };
 
+/// Triton's InferBatchStatistics: the executions of one batch size (requests in the group).
+struct BatchStatisticsRow {
+  std::uint64_t batch_size = 0;  ///< requests per execution (1 without dynamic batching)
+  /// compute_input and compute_output stay 0 as in inference_stats; compute_infer counts the
+  /// executions of this size and their time.
+  StatDuration compute_input, compute_infer, compute_output;
+};
+
 /// One model version's statistics as Triton's statistics extension reports them (REST and
 /// gRPC both render these): see model_stats_json() for what each figure counts.
 struct StatisticsRow {
@@ -33,6 +41,9 @@ struct StatisticsRow {
   std::uint64_t execution_count = 0;   ///< runtime requests (groups when batching)
   /// Triton's inference_stats; compute_input and compute_output stay 0 (model_stats_json()).
   StatDuration success, fail, queue, compute_input, compute_infer, compute_output;
+  /// Triton's batch_stats: one row per batch size executed, ascending; their compute_infer
+  /// counts sum to execution_count.
+  std::vector<BatchStatisticsRow> batch_stats;
 };
 
 /// The statistics of `models`, in their order (each ModelService::stats() read once).
@@ -44,6 +55,8 @@ std::vector<StatisticsRow> statistics_rows(const std::vector<const ModelService*
 /// fail, queue, compute_input, compute_infer, compute_output} each {"count", "ns"}. The
 /// runtime request's whole time (host stages and device) is compute_infer; compute_input and
 /// compute_output stay 0 (the host Quantize/Lower and Unlower/Dequantize stages run inside it).
+/// batch_stats: [{batch_size, compute_input, compute_infer, compute_output}], one per batch size
+/// executed (requests in the group with dynamic batching, else 1), compute_infer as above.
 std::string model_stats_json(const std::vector<const ModelService*>& models);
 
 /// GET /v2/models/NAME[/versions/V]/config: the model's serving configuration as the server

@@ -11,30 +11,71 @@
 
 namespace furiosa::server {
 
-LoadParameters load_parameters_of_json(std::string_view body) {
-  LoadParameters out;
-  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return out;
+namespace {
+
+/// The "parameters" object of a load or unload request body (`what`: "load" or "unload");
+/// null when the body is blank, {} or has no "parameters".
+nlohmann::json parameters_of_body(std::string_view body, const char* what) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return nullptr;
   nlohmann::json j;
   const JsonParse parsed = parse_bounded_json(body, j);
   if (parsed == JsonParse::TooDeep) {
-    throw ServeError(ServeStatus::InvalidArgument,
-                     fmt::format("the load request is nested deeper than {} levels", kMaxJsonDepth));
+    throw ServeError(
+        ServeStatus::InvalidArgument,
+        fmt::format("the {} request is nested deeper than {} levels", what, kMaxJsonDepth));
   }
-  if (parsed != JsonParse::Ok || !j.is_object())
-    throw ServeError(ServeStatus::InvalidArgument, "the load request must be a JSON object");
+  if (parsed != JsonParse::Ok || !j.is_object()) {
+    throw ServeError(ServeStatus::InvalidArgument,
+                     fmt::format("the {} request must be a JSON object", what));
+  }
+  nlohmann::json parameters;
   for (const auto& [key, value] : j.items()) {
     if (key != "parameters") {
       throw ServeError(ServeStatus::InvalidArgument,
-                       fmt::format("unknown key \"{}\" in the load request (known: parameters)",
-                                   escape_text(key)));
+                       fmt::format("unknown key \"{}\" in the {} request (known: parameters)",
+                                   escape_text(key), what));
     }
     if (!value.is_object())
       throw ServeError(ServeStatus::InvalidArgument, "\"parameters\" must be a JSON object");
-    for (const auto& [name, v] : value.items()) {
-      out[name] = v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
-    }
+    parameters = value;
+  }
+  return parameters;
+}
+
+}  // namespace
+
+LoadParameters load_parameters_of_json(std::string_view body) {
+  LoadParameters out;
+  const nlohmann::json parameters = parameters_of_body(body, "load");
+  if (parameters.is_null()) return out;
+  for (const auto& [name, v] : parameters.items()) {
+    out[name] = v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
   }
   return out;
+}
+
+UnloadParameters unload_parameters_of_json(std::string_view body) {
+  UnloadParameters out;
+  const nlohmann::json parameters = parameters_of_body(body, "unload");
+  if (parameters.is_null()) return out;
+  for (const auto& [name, v] : parameters.items()) {
+    out[name] = v.is_boolean() ? std::optional<bool>(v.get<bool>()) : std::nullopt;
+  }
+  return out;
+}
+
+void check_unload_parameters(const UnloadParameters& parameters) {
+  for (const auto& [name, value] : parameters) {
+    if (name != "unload_dependents") {
+      throw ServeError(ServeStatus::InvalidArgument,
+                       fmt::format("unknown unload parameter '{}' (known: unload_dependents)",
+                                   escape_text(name)));
+    }
+    if (!value) {
+      throw ServeError(ServeStatus::InvalidArgument,
+                       "unload parameter 'unload_dependents' must be true or false");
+    }
+  }
 }
 
 std::optional<ModelConfig> config_of_load_parameters(const LoadParameters& parameters) {

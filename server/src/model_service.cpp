@@ -337,9 +337,14 @@ void ModelService::submit_now(std::vector<BatchItem>& group) {
 }
 
 void ModelService::count_execution(Clock::time_point started, std::size_t rows) {
-  compute_ns_.fetch_add(ns_since(started));
+  const std::uint64_t ns = ns_since(started);
+  std::lock_guard lock(execution_mutex_);
+  compute_ns_.fetch_add(ns);
   execution_count_.fetch_add(1);
   inference_count_.fetch_add(rows);
+  auto& [count, total_ns] = batch_stats_[rows];
+  ++count;
+  total_ns += ns;
 }
 
 void ModelService::count_queue(Clock::time_point admitted) {
@@ -355,9 +360,13 @@ ModelStats ModelService::stats() const {
   s.fail_ns = fail_ns_.load();
   s.queue_count = queue_count_.load();
   s.queue_ns = queue_ns_.load();
+  std::lock_guard lock(execution_mutex_);
   s.execution_count = execution_count_.load();
   s.compute_ns = compute_ns_.load();
   s.inference_count = inference_count_.load();
+  s.batch_stats.reserve(batch_stats_.size());
+  for (const auto& [size, figures] : batch_stats_)
+    s.batch_stats.push_back({size, figures.first, figures.second});
   s.last_inference_ms = last_inference_ms_.load();
   return s;
 }

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "batcher.h"
 #include "furiosa/runtime/runner.h"
@@ -63,6 +65,16 @@ struct ModelStats {
       0;  ///< requests carried by those executions (rows, padding not counted)
   std::int64_t last_inference_ms =
       0;  ///< wall clock (ms since the Unix epoch) of the last answer; 0 = none
+  /// The runtime requests of one batch size (requests in the group; 1 without batching): how
+  /// many, and their time from start to completion, as execution_count and compute_ns.
+  struct BatchSize {
+    std::uint64_t batch_size = 0;  ///< requests carried by each execution (padding not counted)
+    std::uint64_t count = 0;       ///< executions of that size
+    std::uint64_t ns = 0;          ///< their total time, ns
+  };
+  /// Per batch size executed, ascending (Triton's batch_stats); sizes never executed are
+  /// absent. Their counts sum to execution_count and their ns to compute_ns.
+  std::vector<BatchSize> batch_stats;
 };
 
 class ModelService {
@@ -142,6 +154,11 @@ class ModelService {
   std::atomic<std::uint64_t> success_count_{0}, success_ns_{0}, fail_count_{0}, fail_ns_{0};
   std::atomic<std::uint64_t> queue_count_{0}, queue_ns_{0}, execution_count_{0}, compute_ns_{0};
   std::atomic<std::uint64_t> inference_count_{0};
+  /// Guards batch_stats_ and makes each count_execution() one step for stats() (the execution
+  /// counters above change under it too, so the batch counts always sum to execution_count).
+  mutable std::mutex execution_mutex_;
+  /// ModelStats::batch_stats: batch size -> {executions, ns}.
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> batch_stats_;
   std::atomic<std::int64_t> last_inference_ms_{0};
   /// Counts one runtime request of `rows` requests started at `started`, now complete.
   void count_execution(Clock::time_point started, std::size_t rows);

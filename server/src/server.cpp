@@ -97,10 +97,25 @@ void InferenceServer::Impl::stop_accepting() {
       start_http_session(std::move(socket), this, /*request_pending=*/true);
   }
   acceptor->close(ec);
+  close_idle_tls();
+}
+
+void InferenceServer::Impl::close_idle_tls() {
+  std::vector<std::function<void()>> closers;
+  {
+    std::lock_guard lock(idle_mutex);
+    for (const auto& [session, close] : idle_tls) closers.push_back(close);
+  }
+  for (const auto& close : closers) close();
 }
 
 void InferenceServer::Impl::drain_then_stop(std::chrono::steady_clock::time_point give_up) {
-  if (active_requests.load() == 0 || std::chrono::steady_clock::now() >= give_up) {
+  const bool idle_tls_left = [this] {
+    std::lock_guard lock(idle_mutex);
+    return !idle_tls.empty();
+  }();
+  if ((active_requests.load() == 0 && closing_connections.load() == 0 && !idle_tls_left) ||
+      std::chrono::steady_clock::now() >= give_up) {
     work.reset();
     ioc.stop();
     return;
@@ -131,7 +146,7 @@ InferenceServer::InferenceServer(ServerOptions options, std::ostream& log)
     throw Error(ErrorCode::InvalidArgument, "--repository-poll-secs must be > 0");
   }
   // Security files first: a typo in one is reported before any model is compiled.
-  s.tls_files = read_tls_files(s.options.tls_cert, s.options.tls_key);
+  s.tls_files = read_tls_files(s.options.tls_cert, s.options.tls_key, s.options.tls_client_ca);
   if (s.tls_files) s.tls = make_tls_context(*s.tls_files);
   if (!s.options.auth_token_file.empty()) s.auth_token = read_token_file(s.options.auth_token_file);
   s.models = std::make_unique<ModelRegistry>(s.options, s.metrics, s.log);
@@ -161,7 +176,7 @@ void InferenceServer::start() {
     s.grpc = std::make_unique<GrpcFrontend>(*s.models, s.stopping, s.auth_token);
     s.grpc_port = s.grpc->start(s.options.host, s.options.grpc_port, s.tls_files);
   }
-  const char* tls = s.tls ? " (TLS)" : "";
+  const char* tls = !s.tls ? "" : s.tls_files->client_ca_pem.empty() ? " (TLS)" : " (mutual TLS)";
   s.log << fmt::format("HTTP: {}:{}{}\n", s.options.host, http_port(), tls);
   if (s.grpc) s.log << fmt::format("gRPC: {}:{}{}\n", s.options.host, s.grpc_port, tls);
   s.log.flush();

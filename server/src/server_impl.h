@@ -8,6 +8,7 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
+#include <functional>
 #include <utility>  // before Boost.Asio 1.74, whose awaitable.hpp uses std::exchange unincluded
 #include <boost/asio.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -48,6 +49,16 @@ struct InferenceServer::Impl {
   /// Requests whose first bytes were received and that are not yet answered (their response
   /// written, or the connection dropped by the client): what a graceful shutdown waits for.
   std::atomic<std::size_t> active_requests{0};
+  /// HTTPS connections doing their TLS shutdown (close_notify, kTlsCloseTimeout at most): the
+  /// drain waits for them too.
+  std::atomic<std::size_t> closing_connections{0};
+  /// Idle HTTPS connections by session, each with the function that has it close with
+  /// close_notify (posted to its strand). Guarded by idle_mutex; a session is listed from
+  /// before its request stops counting in active_requests until its next state (a request, a
+  /// TLS shutdown) counts it, so the drain, which waits for this to be empty too, never misses
+  /// one in between.
+  std::map<const void*, std::function<void()>> idle_tls;
+  std::mutex idle_mutex;  ///< guards idle_tls
   /// Bytes of request bodies held across all HTTP connections (options.max_buffered_bytes).
   std::atomic<std::size_t> buffered_bytes{0};
   std::once_flag teardown_once;
@@ -79,7 +90,10 @@ struct InferenceServer::Impl {
   /// On the io_context at shutdown: takes the connections the kernel already accepted (the
   /// listen backlog), serves those whose request bytes already arrived, closes the acceptor.
   void stop_accepting();
-  /// Stops the io_context once no request is active, or when the shutdown grace has passed.
+  /// At shutdown: has every idle HTTPS connection close with close_notify.
+  void close_idle_tls();
+  /// Stops the io_context once no request is active and no HTTPS connection is closing, or
+  /// when the shutdown grace has passed.
   void drain_then_stop(std::chrono::steady_clock::time_point give_up);
   void teardown();
   std::string collect_metrics();

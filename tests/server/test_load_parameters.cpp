@@ -105,6 +105,53 @@ TEST_CASE("serve load parameters: config parsed as config.json, others refused b
         ServeStatus::InvalidArgument);
 }
 
+TEST_CASE("serve unload parameters: unload_dependents taken as a bool, others refused by name",
+          "[server]") {
+  CHECK(unload_parameters_of_json("").empty());
+  CHECK(unload_parameters_of_json("{}").empty());
+  CHECK_NOTHROW(check_unload_parameters({}));
+  for (const char* body : {R"({"parameters": {"unload_dependents": true}})",
+                           R"({"parameters": {"unload_dependents": false}})"}) {
+    const auto params = unload_parameters_of_json(body);
+    REQUIRE(params.size() == 1);
+    CHECK(params.at("unload_dependents").has_value());
+    CHECK_NOTHROW(check_unload_parameters(params));
+  }
+  CHECK(unload_parameters_of_json(R"({"parameters": {"unload_dependents": false}})") ==
+        UnloadParameters{{"unload_dependents", false}});
+
+  // A wrong type (a string, a number) is refused naming the parameter.
+  for (const char* body : {R"({"parameters": {"unload_dependents": "true"}})",
+                           R"({"parameters": {"unload_dependents": 1}})"}) {
+    auto [status, message] =
+        serve_error_of([&] { check_unload_parameters(unload_parameters_of_json(body)); });
+    CHECK(status == ServeStatus::InvalidArgument);
+    CHECK(has(message, "'unload_dependents'"));
+    CHECK(has(message, "true or false"));
+  }
+  // Any other name, escaped in the one-line message.
+  auto [status, message] = serve_error_of([] {
+    check_unload_parameters(unload_parameters_of_json(
+        R"({"parameters": {"config": "{}", "unload_dependents": true}})"));
+  });
+  CHECK(status == ServeStatus::InvalidArgument);
+  CHECK(has(message, "unknown unload parameter 'config'"));
+  std::tie(status, message) = serve_error_of([] {
+    check_unload_parameters({{"evil\nname", true}});
+  });
+  CHECK(status == ServeStatus::InvalidArgument);
+  CHECK_FALSE(has(message, "\n"));
+  CHECK(has(message, "evil"));
+
+  // The body's own form, as a load body's.
+  CHECK(has(serve_error_of([] { (void)unload_parameters_of_json("[1]"); }).second,
+            "the unload request must be a JSON object"));
+  CHECK(has(serve_error_of([] { (void)unload_parameters_of_json(R"({"params": {}})"); }).second,
+            "\"params\" in the unload request"));
+  CHECK(serve_error_of([] { (void)unload_parameters_of_json(R"({"parameters": []})"); }).first ==
+        ServeStatus::InvalidArgument);
+}
+
 TEST_CASE("serve load parameters: a config parameter replaces config.json for one load",
           "[server]") {
   const test::TempDir dir("serve-load-config");

@@ -97,6 +97,11 @@ TEST_CASE("serve tls: both files or neither, a bad file named", "[server]") {
   CHECK(contains(junk, (dir / "junk.pem").string()));
   const auto missing = error_of([&] { read_tls_files(dir / "none.pem", dir / "junk.pem"); });
   CHECK(contains(missing, (dir / "none.pem").string()));
+  // --tls-client-ca (mutual TLS) needs the server's pair, whatever the file holds.
+  CHECK(contains(error_of([&] { read_tls_files("", "", dir / "junk.pem"); }),
+                 "--tls-client-ca needs --tls-cert and --tls-key"));
+  CHECK(contains(error_of([&] { read_tls_files(dir / "junk.pem", "", dir / "junk.pem"); }),
+                 "--tls-client-ca needs --tls-cert and --tls-key"));
 }
 
 TEST_CASE("serve poll: fingerprints see added, changed and removed folders, not link targets",

@@ -9,9 +9,11 @@ ctest (server_test_serve_grpc_repository) like test_serve.py."""
 import importlib
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
+import threading
 
 import grpc  # Debian python3-grpcio (.ci/install-deps): when missing the tests fail, never skip
 import numpy as np
@@ -20,7 +22,7 @@ import requests
 
 import test_serve as ts
 from test_serve import MNIST, make_repo
-from test_serve_model_control import ServerWith
+from test_serve_model_control import ServerWith, wait_until
 
 SERVER_PROTO = pathlib.Path(__file__).resolve().parents[2] / "server" / "proto" / "grpc_predict_v2.proto"
 TOKEN = "t0ken-for-tests"
@@ -47,11 +49,11 @@ class Served(ServerWith):
     """furiosa-serve, --model-control-mode explicit with `load` loaded, a bearer token, and a
     gRPC channel (closed by stop(); the process group is killed on failure by the with block)."""
 
-    def __init__(self, repo, token_file, *load):
+    def __init__(self, repo, token_file, *load, **kw):
         extra = ["--model-control-mode", "explicit", "--auth-token-file", str(token_file)]
         for name in load:
             extra += ["--load-model", name]
-        super().__init__(repo, extra)
+        super().__init__(repo, extra, **kw)
         try:
             m = self.wait_for(r"gRPC: 127\.0\.0\.1:(\d+)", 60)
         except BaseException:
@@ -219,4 +221,123 @@ def test_load_config_parameter_over_grpc_and_rest(pb, tmp_path, token_file):
         r = s.post("/v2/repository/models/mnist/load")  # no parameters: config.json again
         assert r.status_code == 200, r.text
         assert config(s) == (2, 64)
+        assert s.stop() == 0, s.output()
+
+
+def test_unload_parameters_over_grpc_and_rest(pb, tmp_path, token_file):
+    """Triton's unload parameter unload_dependents (a bool) is accepted and unloads as a plain
+    unload does; another name or a wrong type is refused (INVALID_ARGUMENT / 400, one line naming
+    the parameter) and the model stays loaded, serving. gRPC names the model in Triton's field 2."""
+    messages, Stub = pb
+    repo = make_repo(tmp_path / "repo", {"mnist": (MNIST, {"device": "npu0pe0"})})
+    x = np.random.default_rng(9).random((1, 1, 28, 28), dtype=np.float32)
+    P = messages.ModelRepositoryParameter
+
+    with Served(repo, token_file, "mnist") as s:
+        stub = Stub(s.channel)
+        for parameters, words in (
+            ({"unload_dependents": P(string_param="true")}, ["'unload_dependents'", "true or false"]),
+            ({"unload_dependents": P(int64_param=1)}, ["'unload_dependents'", "true or false"]),
+            ({"config": P(string_param="{}")}, ["unknown unload parameter 'config'"]),
+            ({"bad\nname": P(bool_param=True)}, ["unknown unload parameter 'bad"]),
+        ):
+            e = rpc_error(stub.RepositoryModelUnload,
+                          messages.RepositoryModelUnloadRequest(triton_model_name="mnist", parameters=parameters),
+                          metadata=AUTH)
+            assert e.code() == grpc.StatusCode.INVALID_ARGUMENT, (parameters, e)
+            assert all(w in e.details() for w in words) and "\n" not in e.details(), (parameters, e.details())
+        for body, words in (
+            ({"parameters": {"unload_dependents": "yes"}}, ["'unload_dependents'", "true or false"]),
+            ({"parameters": {"unload_dependents": None}}, ["'unload_dependents'"]),
+            ({"parameters": {"colour": True}}, ["unknown unload parameter 'colour'"]),
+            ({"parameters": {"\u00e9\u001b[31m": True}}, ["unknown unload parameter"]),
+            ({"params": {}}, ['"params"', "unload request"]),
+        ):
+            r = s.post("/v2/repository/models/mnist/unload", json=body)
+            assert r.status_code == 400, (body, r.text)
+            error = r.json()["error"]
+            assert all(w in error for w in words) and "\n" not in error and "\x1b" not in error, (body, error)
+        assert rest_index(s) == {("mnist", "1"): ("READY", "")}
+        assert infer(messages, stub, x).model_name == "mnist"
+
+        # Accepted: gRPC with unload_dependents true, REST with false (Triton's client sends it).
+        r = stub.RepositoryModelUnload(messages.RepositoryModelUnloadRequest(
+            triton_model_name="mnist", parameters={"unload_dependents": P(bool_param=True)}), metadata=AUTH)
+        assert r.isUnloaded and r.model_name == "mnist"
+        assert rest_index(s) == {("mnist", "1"): ("UNAVAILABLE", "unloaded")}
+        r = s.post("/v2/repository/models/mnist/load")
+        assert r.status_code == 200, r.text
+        r = s.post("/v2/repository/models/mnist/unload", json={"parameters": {"unload_dependents": False}})
+        assert r.status_code == 200, r.text
+        assert rest_index(s) == {("mnist", "1"): ("UNAVAILABLE", "unloaded")}
+        assert s.stop() == 0, s.output()
+
+
+def test_batch_stats_per_batch_size(pb, tmp_path, token_file):
+    """batch_stats (REST and gRPC ModelStatistics) has one entry per batch size executed, the
+    counts summing to execution_count. Without batching, 3 requests: one entry, size 1, count 3.
+    With dynamic batching (max_batch_size 4, one slot) and the simulated card's gate closed: one
+    request is submitted alone (the batch_size histogram shows it) and held at the gate; four more
+    wait in the batcher while the slot is busy (the inflight gauge shows 5); opening the gate
+    runs them as one group of 4. Nothing depends on timing."""
+    messages, Stub = pb
+    repo = make_repo(tmp_path / "repo", {
+        "mnist": (MNIST, {"device": "npu0pe0"}),
+        "batched": (MNIST, {"device": "npu0pe1", "worker_num": 1,
+                            "dynamic_batching": {"max_batch_size": 4, "max_queue_delay_us": 0}}),
+    })
+    x = np.random.default_rng(10).random((1, 1, 28, 28), dtype=np.float32)
+    body = {"inputs": [{"name": "Input3", "datatype": "FP32", "shape": [1, 1, 28, 28],
+                        "data": x.flatten().tolist()}]}
+    gate = tmp_path / "gate"
+
+    def metric(s, name):
+        m = re.search(r'^%s\{model="batched"\} (\S+)$' % re.escape(name), s.get("/metrics").text, re.M)
+        return float(m.group(1)) if m else 0.0
+
+    def rest_stats(s, model):
+        (st,) = s.get(f"/v2/models/{model}/stats").json()["model_stats"]
+        return st
+
+    with Served(repo, token_file, "mnist", "batched", gate=gate) as s:
+        stub = Stub(s.channel)
+        answers = []
+
+        def send():
+            answers.append(s.post("/v2/models/batched/infer", json=body).status_code)
+
+        threads = [threading.Thread(target=send)]
+        threads[0].start()
+        wait_until("the first request submitted alone",
+                   lambda: metric(s, "furiosa_serve_batch_size_count") == 1, timeout=120)
+        threads += [threading.Thread(target=send) for _ in range(4)]
+        for t in threads[1:]:
+            t.start()
+        wait_until("five requests in flight",
+                   lambda: metric(s, "furiosa_serve_inflight_requests") == 5, timeout=120)
+        s.open_gate()
+        for t in threads:
+            t.join(timeout=300)
+        assert answers == [200] * 5
+
+        for _ in range(3):
+            r = s.post("/v2/models/mnist/infer", json=body)
+            assert r.status_code == 200, r.text
+
+        zero = {"count": 0, "ns": 0}
+        for model, sizes, executions in (("mnist", {1: 3}, 3), ("batched", {1: 1, 4: 1}, 2)):
+            st = rest_stats(s, model)
+            assert st["execution_count"] == executions, st
+            batches = st["batch_stats"]
+            assert {b["batch_size"]: b["compute_infer"]["count"] for b in batches} == sizes, st
+            assert [b["batch_size"] for b in batches] == sorted(sizes), st
+            assert sum(b["compute_infer"]["count"] for b in batches) == st["execution_count"]
+            assert sum(b["compute_infer"]["ns"] for b in batches) == st["inference_stats"]["compute_infer"]["ns"]
+            assert sum(b["batch_size"] * b["compute_infer"]["count"] for b in batches) == st["inference_count"]
+            for b in batches:
+                assert b["compute_infer"]["ns"] > 0 and b["compute_input"] == zero and b["compute_output"] == zero, b
+            (g,) = stub.ModelStatistics(messages.ModelStatisticsRequest(name=model), metadata=AUTH).model_stats
+            assert [(b.batch_size, b.compute_infer.count, b.compute_infer.ns, b.compute_input.count,
+                     b.compute_output.ns) for b in g.batch_stats] == [
+                (b["batch_size"], b["compute_infer"]["count"], b["compute_infer"]["ns"], 0, 0) for b in batches]
         assert s.stop() == 0, s.output()

@@ -36,6 +36,10 @@ struct ServerOptions {
   /// or neither (empty: plain HTTP and gRPC). Read once, by the constructor.
   std::filesystem::path tls_cert;
   std::filesystem::path tls_key;  ///< see tls_cert
+  /// Mutual TLS (needs tls_cert): PEM CA certificate(s); both transports then require every
+  /// client, health probes included, to present a certificate signed by one of them (empty:
+  /// no client certificate asked for). Read once, by the constructor.
+  std::filesystem::path tls_client_ca;
   /// A file holding the bearer token every request but health must carry (docs/serving.md
   /// "Security"); empty: no authentication. Read once, by the constructor.
   std::filesystem::path auth_token_file;
@@ -91,7 +95,8 @@ class InferenceServer {
   /// ModelControlMode::Explicit those of options.load_models, printing one line per model
   /// version to `log`. Throws the runtime's errors (ModelLoadFailed, DeviceBusy, ...) naming the
   /// model, and InvalidArgument for a bad repository or option (one line naming the flag or
-  /// file: tls_cert without tls_key, an unreadable or invalid certificate, key or token file).
+  /// file: tls_cert without tls_key, tls_client_ca without them, an unreadable or invalid
+  /// certificate, key, client CA or token file).
   InferenceServer(ServerOptions options, std::ostream& log);
   ~InferenceServer();
   InferenceServer(const InferenceServer&) = delete;
