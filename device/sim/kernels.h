@@ -9,6 +9,7 @@
 #include <span>
 
 #include "furiosa/device/isa.h"
+#include "furiosa/device/kernel_kinds.h"
 #include "furiosa/device/sim.h"
 
 namespace furiosa::device::sim {
@@ -77,7 +78,6 @@ struct KernelKindStats {
 };
 
 /// Number of isa::KernelKind values (indices of a per-kind array of KernelKindStats).
-inline constexpr std::size_t kKernelKindCount =
-    static_cast<std::size_t>(isa::KernelKind::Sub) + 1;
+inline constexpr std::size_t kKernelKindCount = isa::kKernelKindCount;
 
 }  // namespace furiosa::device::sim

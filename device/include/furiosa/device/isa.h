@@ -305,7 +305,9 @@ struct SubParams {
   QuantParam y;
 };
 
-/// Kinds of LowLevel kernels.
+/// Kinds of LowLevel kernels. Each has one row in the descriptor table of kernel_kinds.h (name,
+/// arity, params alternative, MACs, timing unit); that header lists what adding a kind takes.
+/// The last enumerator is kernel_kinds.h's kLastKernelKind.
 enum class KernelKind : std::uint8_t {
   Conv2d, DepthwiseConv2d, MaxPool, MatMul, Add, Reshape,
   Requantize, Concat, Transpose, Split, GlobalAveragePool, Resize,
@@ -315,7 +317,8 @@ enum class KernelKind : std::uint8_t {
 /// "LowLevelConv2d", "LowLevelDepthwiseConv2d", "LowLevelMaxPool", "LowLevelMatMul",
 /// "LowLevelAdd", "LowLevelReshape", "LowLevelRequantize", "LowLevelConcat", "LowLevelTranspose",
 /// "LowLevelSplit", "LowLevelGlobalAveragePool", "LowLevelResize", "LowLevelSlice", "LowLevelPad",
-/// "LowLevelMul", "LowLevelSub" (the span names of kernels in the trace).
+/// "LowLevelMul", "LowLevelSub" (the span names of kernels in the trace); "LowLevelUnknown" for a
+/// value outside the enum. A lookup into kernel_kinds.h's table. Thread-safe.
 std::string_view kernel_name(KernelKind kind) noexcept;
 
 /// One kernel of a program.
@@ -341,7 +344,8 @@ struct Program {
   std::vector<TensorRef> outputs;       ///< read by Store (DMA device->host) after execution
 };
 
-/// Multiply-accumulates a kernel performs (0 for data movement kernels).
+/// Multiply-accumulates a kernel performs (0 for data movement kernels and malformed kernels).
+/// A lookup into kernel_kinds.h's table. Thread-safe.
 std::uint64_t kernel_macs(const Kernel& kernel);
 
 /// How many inputs and outputs a kernel kind reads and writes: [in_min, in_max] and
@@ -349,9 +353,12 @@ std::uint64_t kernel_macs(const Kernel& kernel);
 struct KernelArity {
   std::size_t in_min, in_max, out_min, out_max;
 };
+/// The arity of `kind` ({1, 1, 1, 1} for a value outside the enum). A lookup into
+/// kernel_kinds.h's table. Thread-safe.
 KernelArity kernel_arity(KernelKind kind) noexcept;
 
-/// Index of the Kernel::params alternative that kernels of `kind` carry.
+/// Index of the Kernel::params alternative that kernels of `kind` carry (std::variant_npos for a
+/// value outside the enum). A lookup into kernel_kinds.h's table. Thread-safe.
 std::size_t kernel_params_index(KernelKind kind) noexcept;
 
 /// Checks that `program` runs without touching memory outside its own DRAM region: the
