@@ -102,16 +102,23 @@ std::string check_kernel(const Kernel& k, std::uint64_t dram, const std::string&
 
 }  // namespace
 
+std::string verify_kernel(const Kernel& kernel, std::uint64_t dram_bytes, std::string_view where) {
+  if (std::string p = check_kernel(kernel, dram_bytes, std::string(where)); !p.empty()) {
+    return fmt::format("{} (in {} '{}')", p, kernel_name(kernel.kind),
+                       escape_text(kernel.node_name));
+  }
+  return {};
+}
+
 std::string verify(const Program& program) {
   const std::uint64_t dram = program.dram_bytes;
   if (program.constants.size() > dram) {
     return fmt::format("constants: {} bytes do not fit the DRAM region of {} bytes", program.constants.size(), dram);
   }
   for (std::size_t i = 0; i < program.kernels.size(); ++i) {
-    const Kernel& k = program.kernels[i];
-    if (std::string p = check_kernel(k, dram, fmt::format("kernels[{}]", i)); !p.empty()) {
-      return fmt::format("{} (in {} '{}')", p, kernel_name(k.kind), escape_text(k.node_name));
-    }
+    if (std::string p = verify_kernel(program.kernels[i], dram, fmt::format("kernels[{}]", i));
+        !p.empty())
+      return p;
   }
   if (std::string p = check_refs(program.inputs, dram, "inputs"); !p.empty()) return p;
   return check_refs(program.outputs, dram, "outputs");

@@ -371,4 +371,12 @@ std::size_t kernel_params_index(KernelKind kind) noexcept;
 /// backend's Device::load() call it (a compiler bug must not become a wild write). Thread-safe.
 std::string verify(const Program& program);
 
+/// The kernel part of verify(): checks `kernel` as verify() checks each kernel of a program whose
+/// DRAM region has `dram_bytes` bytes (operand counts, params alternative, every TensorRef inside
+/// the region, a Transpose's perm), naming it `where` ("kernels[3]"). Returns verify()'s message
+/// for it ("<where>.inputs[0]: ... (in <kernel name> '<node>')") or "" when there is no problem.
+/// The simulator runs it before a kernel that comes from no verified program. Thread-safe.
+std::string verify_kernel(const Kernel& kernel, std::uint64_t dram_bytes,
+                          std::string_view where = "kernel");
+
 }  // namespace furiosa::isa
