@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "furiosa/core/error.h"
+#include "furiosa/device/kernel_kinds.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/statistics.h"
 #include "furiosa/runtime/runner.h"
@@ -339,7 +340,7 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
       return it == counters.end() ? 0 : static_cast<std::uint64_t>(it->second);
     };
     for (std::size_t k = 0; k < out.size(); ++k) {
-      const std::string_view name = isa::kernel_name(static_cast<isa::KernelKind>(k));
+      const std::string_view name = isa::all_kernel_kinds()[k].name;
       out[k] = {get(name, "calls"), get(name, "host_ns"), get(name, "macs")};
     }
     return out;
@@ -369,9 +370,9 @@ void bench_model(const std::string& path, const Options& opt, double peak_gops) 
     const double gops = s.ns ? 2.0 * static_cast<double>(s.macs) / static_cast<double>(s.ns) : 0;
     const std::string pct =
         s.macs && peak_gops > 0 ? fmt::format("{:.1f}%", 100.0 * gops / peak_gops) : "-";
-    fmt::print("  {:<28} {:>6} {:>9.3f} {:>9.4f} {:>8.1f} {:>7}\n",
-               isa::kernel_name(static_cast<isa::KernelKind>(k)), s.calls / stat_runs, ms,
-               static_cast<double>(s.macs) / 1e9 / stat_runs, s.macs ? gops : 0.0, pct);
+    fmt::print("  {:<28} {:>6} {:>9.3f} {:>9.4f} {:>8.1f} {:>7}\n", isa::all_kernel_kinds()[k].name,
+               s.calls / stat_runs, ms, static_cast<double>(s.macs) / 1e9 / stat_runs,
+               s.macs ? gops : 0.0, pct);
   }
 
   // QPS with 1 and 2 workers.

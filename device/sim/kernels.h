@@ -9,6 +9,7 @@
 #include <span>
 
 #include "furiosa/device/isa.h"
+#include "furiosa/device/kernel_kinds.h"
 #include "furiosa/device/sim.h"
 
 namespace furiosa::device::sim {
@@ -48,9 +49,11 @@ inline std::int32_t mlas_add(std::int32_t v, std::int32_t s, const MlasAddConsts
 }
 
 /// Executes `kernel` on `region`, the program's DRAM region (TensorRef addresses are offsets
-/// into it). Throws Error(DeviceFault) describing the problem when the kernel is malformed: a
-/// tensor outside the region, an unsupported dtype/layout, shapes or parameters that do not fit.
-/// The caller adds the device, instruction index and node name to the message.
+/// into it). Runs isa::verify_kernel's checks first (nothing verified this kernel), then the
+/// kernel. Throws Error(DeviceFault) describing the problem when the kernel is malformed: with
+/// verify's message for what verify checks (a tensor outside the region, operand counts, the
+/// params alternative), else the kernel's (an unsupported dtype/layout, shapes or parameters that
+/// do not fit). The caller adds the device, instruction index and node name to the message.
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region);
 
 /// Per-program state of the kernels, built once when a program is loaded (prepare_program):
@@ -61,9 +64,13 @@ void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region);
 /// global cache to outlive or confuse programs.
 class PreparedProgram;
 
-/// Prepares `program` for run_kernel. Never throws for a malformed kernel: a kernel it cannot
-/// prepare is left to run_kernel, which reports it when (and if) it runs. The result does not
-/// refer to `program` and may outlive it.
+/// Prepares `program` for run_kernel. Runs isa::verify(program) (Device::load already did; it
+/// is cheap next to packing): the kernels of a program that passes run without repeating those
+/// checks; a program that fails gets nothing prepared, and each kernel is checked when it runs.
+/// Never throws for a malformed kernel: a kernel it cannot prepare is left to run_kernel, which
+/// reports it when (and if) it runs. The result does not refer to `program` (only compares
+/// kernel addresses) and may outlive it; `program` must not change while the result is used
+/// (isa::Program is immutable once built).
 ///
 /// Weights and biases are packed from program.constants, i.e. what the region holds right after
 /// load. A kernel whose constant operands could change afterwards (some kernel output or program
@@ -72,10 +79,11 @@ class PreparedProgram;
 std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& program);
 
 /// Same as run_kernel(kernel, region) for kernel `index` of the program `prepared` was made
-/// from (null `prepared`: nothing prepared). Bit-identical results either way. `prepared` is
-/// ignored when the region's size is not the program's dram_bytes or `kernel` is not kernel
-/// `index` of that program. Thread-safe: scratch buffers are per thread and, once a thread has
-/// run the program, reused without allocating.
+/// from (null `prepared`: nothing prepared). Bit-identical results either way. Skips
+/// isa::verify_kernel when the program passed isa::verify. `prepared` is ignored (the kernel is
+/// checked as by run_kernel(kernel, region)) when the region's size is not the program's
+/// dram_bytes or `kernel` is not kernel `index` of that program. Thread-safe: scratch buffers are
+/// per thread and, once a thread has run the program, reused without allocating.
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
                 const PreparedProgram* prepared, std::size_t index);
 
@@ -100,7 +108,6 @@ struct KernelKindStats {
 };
 
 /// Number of isa::KernelKind values (indices of a per-kind array of KernelKindStats).
-inline constexpr std::size_t kKernelKindCount =
-    static_cast<std::size_t>(isa::KernelKind::Sub) + 1;
+inline constexpr std::size_t kKernelKindCount = isa::kKernelKindCount;
 
 }  // namespace furiosa::device::sim

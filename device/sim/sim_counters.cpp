@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "furiosa/device/kernel_kinds.h"
+
 namespace furiosa::device::sim {
 
 namespace {
@@ -67,7 +69,7 @@ void SimCounters::add_kernel_stats(const std::array<KernelKindStats, kKernelKind
   std::lock_guard lock(mu_);
   for (std::size_t i = 0; i < stats.size(); ++i) {
     if (stats[i].calls == 0) continue;
-    const std::string_view name = isa::kernel_name(static_cast<isa::KernelKind>(i));
+    const std::string_view name = isa::all_kernel_kinds()[i].name;
     const auto add = [&](std::string_view what, std::uint64_t value) {
       counters_.backend_counters[fmt::format("sim.kernels.{}.{}", name, what)] +=
           static_cast<std::int64_t>(value);

@@ -6,6 +6,8 @@
 #include <limits>
 #include <variant>
 
+#include "furiosa/device/kernel_kinds.h"
+
 namespace furiosa::device::sim {
 
 namespace {
@@ -84,18 +86,11 @@ Lifetimes lifetimes(const isa::Program& program) {
 
 // Elementwise kinds that may write their output over an input read for the last time (a
 // compiler's in-place reuse: each output element is written after its input elements are read).
-bool in_place(isa::KernelKind kind) {
-  using K = isa::KernelKind;
-  return kind == K::Add || kind == K::Sub || kind == K::Mul || kind == K::Requantize ||
-         kind == K::Reshape;
-}
+bool in_place(isa::KernelKind kind) { return isa::kernel_kind_info(kind).in_place; }
 
 // Kinds that compute an output row band from a band of input rows, so that a compiler can run
 // them tile by tile right behind the kernel producing their input (depth-first tiling).
-bool row_local(isa::KernelKind kind) {
-  using K = isa::KernelKind;
-  return kind == K::Conv2d || kind == K::DepthwiseConv2d || kind == K::MaxPool || in_place(kind);
-}
+bool row_local(isa::KernelKind kind) { return isa::kernel_kind_info(kind).row_local; }
 
 std::uint64_t peak_live(const Lifetimes& lt, int kernel_count) {
   std::uint64_t peak = 0;

@@ -2,7 +2,7 @@
 // SimConfig constants (docs/timing.md gives the sources and the calibration).
 //
 // Per kernel on a device of P PEs (P = 2 for a fused PE):
-//   MAC kernels (Conv2d, DepthwiseConv2d, MatMul):
+//   MAC kernels (the kinds whose kernel_kinds.h unit is MacArray: Conv2d, DepthwiseConv2d, MatMul):
 //     aligned MACs = the work with input channels, output channels and output row width padded
 //                    up to multiples of array_align (a depthwise conv's kH*kW taps take the
 //                    place of the input channels); MatMul pads its rows, K and N the same way
@@ -14,7 +14,8 @@
 //   dram     = (weight bytes streamed from DRAM + activation bytes spilled to and read back
 //              from DRAM) / the device's share of the card's DRAM bandwidth (P / pes_per_card of
 //              dram_bytes_per_ns, per cycle)
-//   exchange = fused PE, Conv2d and MatMul only: output bytes / fused_exchange_bytes_per_cycle
+//   exchange = fused PE, the kinds marked fused_exchange in kernel_kinds.h (Conv2d and MatMul):
+//              output bytes / fused_exchange_bytes_per_cycle
 //              (the PEs split the output channels; the next kernel reduces over all of them, so
 //              each PE needs the other's half; depthwise and vector kernels stay channel-local)
 //   cycles   = kernel_overhead_cycles + exchange + max(compute, sram, dram)
@@ -28,6 +29,8 @@
 #include <algorithm>
 #include <cmath>
 #include <variant>
+
+#include "furiosa/device/kernel_kinds.h"
 
 namespace furiosa::device::sim {
 
@@ -73,9 +76,9 @@ std::uint64_t aligned_macs(const isa::Kernel& kernel, std::int64_t a) {
   return 0;
 }
 
+// Kinds the MAC array runs (kernel_kinds.h), costed by their aligned MACs.
 bool is_mac_kernel(isa::KernelKind kind) {
-  return kind == isa::KernelKind::Conv2d || kind == isa::KernelKind::DepthwiseConv2d ||
-         kind == isa::KernelKind::MatMul;
+  return isa::kernel_kind_info(kind).unit == isa::KernelUnit::MacArray;
 }
 
 // Bytes of all the kernel's inputs and outputs (constant operands included).
@@ -114,7 +117,7 @@ KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count
     const double dram_bytes_per_cycle = config.dram_bytes_per_ns / config.clock_ghz * std::min(share, 1.0);
     c.dram_cycles = cycles_for(static_cast<double>(dram_traffic), dram_bytes_per_cycle);
   }
-  if (pe_count > 1 && (kernel.kind == isa::KernelKind::Conv2d || kernel.kind == isa::KernelKind::MatMul)) {
+  if (pe_count > 1 && isa::kernel_kind_info(kernel.kind).fused_exchange) {
     c.exchange_cycles = cycles_for(static_cast<double>(output_bytes(kernel)), config.fused_exchange_bytes_per_cycle);
   }
   c.cycles = config.kernel_overhead_cycles + c.exchange_cycles +

@@ -46,127 +46,6 @@ std::uint64_t TensorRef::size_bytes() const noexcept {
   return 0;
 }
 
-std::string_view kernel_name(KernelKind kind) noexcept {
-  switch (kind) {
-    case KernelKind::Conv2d: return "LowLevelConv2d";
-    case KernelKind::DepthwiseConv2d: return "LowLevelDepthwiseConv2d";
-    case KernelKind::MaxPool: return "LowLevelMaxPool";
-    case KernelKind::MatMul: return "LowLevelMatMul";
-    case KernelKind::Add: return "LowLevelAdd";
-    case KernelKind::Reshape: return "LowLevelReshape";
-    case KernelKind::Requantize: return "LowLevelRequantize";
-    case KernelKind::Concat: return "LowLevelConcat";
-    case KernelKind::Transpose: return "LowLevelTranspose";
-    case KernelKind::Split: return "LowLevelSplit";
-    case KernelKind::GlobalAveragePool: return "LowLevelGlobalAveragePool";
-    case KernelKind::Resize: return "LowLevelResize";
-    case KernelKind::Slice: return "LowLevelSlice";
-    case KernelKind::Pad: return "LowLevelPad";
-    case KernelKind::Mul: return "LowLevelMul";
-    case KernelKind::Sub: return "LowLevelSub";
-  }
-  return "LowLevelUnknown";
-}
-
-namespace {
-
-// Non-negative dim as unsigned (negative dims count as 0 so malformed kernels cost nothing).
-std::uint64_t udim(std::int64_t d) noexcept { return d > 0 ? static_cast<std::uint64_t>(d) : 0; }
-
-// N * M * OH * OW * (C / group) * kH * kW; 0 when the shapes are not those of a convolution.
-std::uint64_t conv_macs(const Kernel& kernel) {
-  const auto* p = std::get_if<Conv2dParams>(&kernel.params);
-  if (p == nullptr || kernel.inputs.empty() || kernel.outputs.empty()) return 0;
-  const Shape& x = kernel.inputs[0].shape;
-  const Shape& y = kernel.outputs[0].shape;
-  const Shape& w = p->weight.shape;
-  if (x.size() != 4 || y.size() != 4 || w.size() != 4 || p->group <= 0) return 0;
-  const std::uint64_t c_per_group = udim(x[1]) / static_cast<std::uint64_t>(p->group);
-  return udim(y[0]) * udim(y[1]) * udim(y[2]) * udim(y[3]) * c_per_group * udim(w[2]) * udim(w[3]);
-}
-
-// batch * M * N * K for a [..., M, K] x [K, N] product; 0 when the shapes do not fit.
-std::uint64_t matmul_macs(const Kernel& kernel) {
-  const auto* p = std::get_if<MatMulParams>(&kernel.params);
-  if (p == nullptr || kernel.inputs.empty()) return 0;
-  const Shape& a = kernel.inputs[0].shape;
-  const Shape& b = p->b.shape;
-  if (a.size() < 2 || b.size() != 2) return 0;
-  std::uint64_t batch = 1;
-  for (std::size_t i = 0; i + 2 < a.size(); ++i) batch *= udim(a[i]);
-  return batch * udim(a[a.size() - 2]) * udim(b[1]) * udim(a[a.size() - 1]);
-}
-
-// N * C * H * W: one accumulation per input element, as a depthwise H x W convolution with unit
-// weights would do; 0 when the input is not of rank 4.
-std::uint64_t global_average_pool_macs(const Kernel& kernel) {
-  if (kernel.inputs.empty()) return 0;
-  const Shape& x = kernel.inputs[0].shape;
-  if (x.size() != 4) return 0;
-  return udim(x[0]) * udim(x[1]) * udim(x[2]) * udim(x[3]);
-}
-
-}  // namespace
-
-std::uint64_t kernel_macs(const Kernel& kernel) {
-  switch (kernel.kind) {
-    case KernelKind::Conv2d:
-    case KernelKind::DepthwiseConv2d: return conv_macs(kernel);
-    case KernelKind::MatMul: return matmul_macs(kernel);
-    // GlobalAveragePool counts its N*C*H*W accumulations (a depthwise H x W conv with unit
-    // weights); the timing model still costs it by the bytes it streams (see sim/timing.cpp).
-    case KernelKind::GlobalAveragePool: return global_average_pool_macs(kernel);
-    // Data movement and elementwise kernels perform no multiply-accumulates.
-    case KernelKind::MaxPool:
-    case KernelKind::Add:
-    case KernelKind::Reshape:
-    case KernelKind::Requantize:
-    case KernelKind::Concat:
-    case KernelKind::Transpose:
-    case KernelKind::Split:
-    case KernelKind::Resize:
-    case KernelKind::Slice:
-    case KernelKind::Pad:
-    case KernelKind::Mul:
-    case KernelKind::Sub: return 0;
-  }
-  return 0;
-}
-
-KernelArity kernel_arity(KernelKind kind) noexcept {
-  switch (kind) {
-    case KernelKind::Add:
-    case KernelKind::Mul:
-    case KernelKind::Sub: return {2, 2, 1, 1};
-    case KernelKind::Concat: return {1, 0, 1, 1};
-    case KernelKind::Split: return {1, 1, 1, 0};
-    default: return {1, 1, 1, 1};
-  }
-}
-
-std::size_t kernel_params_index(KernelKind kind) noexcept {
-  using K = KernelKind;
-  switch (kind) {
-    case K::Conv2d:
-    case K::DepthwiseConv2d: return 0;
-    case K::MaxPool: return 1;
-    case K::MatMul: return 2;
-    case K::Add: return 3;
-    case K::Reshape: return 4;
-    case K::Requantize: return 5;
-    case K::Concat: return 6;
-    case K::Transpose: return 7;
-    case K::Split: return 8;
-    case K::GlobalAveragePool: return 9;
-    case K::Resize: return 10;
-    case K::Slice: return 11;
-    case K::Pad: return 12;
-    case K::Mul: return 13;
-    case K::Sub: return 14;
-  }
-  return std::variant_npos;
-}
-
 namespace {
 
 /// Bytes of `ref` in its layout, or nullopt when a dim is negative or the size overflows 64 bits.
@@ -232,16 +111,23 @@ std::string check_kernel(const Kernel& k, std::uint64_t dram, const std::string&
 
 }  // namespace
 
+std::string verify_kernel(const Kernel& kernel, std::uint64_t dram_bytes, std::string_view where) {
+  if (std::string p = check_kernel(kernel, dram_bytes, std::string(where)); !p.empty()) {
+    return fmt::format("{} (in {} '{}')", p, kernel_name(kernel.kind),
+                       escape_text(kernel.node_name));
+  }
+  return {};
+}
+
 std::string verify(const Program& program) {
   const std::uint64_t dram = program.dram_bytes;
   if (program.constants.size() > dram) {
     return fmt::format("constants: {} bytes do not fit the DRAM region of {} bytes", program.constants.size(), dram);
   }
   for (std::size_t i = 0; i < program.kernels.size(); ++i) {
-    const Kernel& k = program.kernels[i];
-    if (std::string p = check_kernel(k, dram, fmt::format("kernels[{}]", i)); !p.empty()) {
-      return fmt::format("{} (in {} '{}')", p, kernel_name(k.kind), escape_text(k.node_name));
-    }
+    if (std::string p = verify_kernel(program.kernels[i], dram, fmt::format("kernels[{}]", i));
+        !p.empty())
+      return p;
   }
   if (std::string p = check_refs(program.inputs, dram, "inputs"); !p.empty()) return p;
   return check_refs(program.outputs, dram, "outputs");

@@ -7,9 +7,11 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <variant>
 
 #include "codec.h"
 #include "furiosa/core/error.h"
+#include "furiosa/device/kernel_kinds.h"
 
 namespace furiosa::program::detail {
 namespace {
@@ -224,7 +226,10 @@ std::optional<isa::FixedPointAdd> fixed_add_of(const In& in) {
                             mult_of(in["y_mult"]), in["out_min"].i32(), in["out_max"].i32()};
 }
 
+// One case per Kernel::params alternative (kernel_kinds.h: adding a kind).
 decltype(isa::Kernel::params) params_of(const In& in, isa::KernelKind kind) {
+  static_assert(std::variant_size_v<decltype(isa::Kernel::params)> == 15,
+                "a new Kernel::params alternative needs its case here and its enc_params overload");
   switch (isa::kernel_params_index(kind)) {
     case 0: {
       isa::Conv2dParams p;
@@ -353,7 +358,8 @@ void check_arity(const In& in, std::size_t n, std::size_t lo, std::size_t hi) {
 
 isa::Kernel kernel_of(const In& in) {
   isa::Kernel k;
-  k.kind = enum_of<isa::KernelKind>(in["kind"], isa::kernel_name, 16);
+  k.kind = enum_of<isa::KernelKind>(in["kind"], isa::kernel_name,
+                                    static_cast<int>(isa::kKernelKindCount));
   k.node_name = in["node_name"].str();
   k.operator_index = in["operator_index"].i32(-1);
   k.inputs = refs_of(in["inputs"]);

@@ -103,8 +103,6 @@ json enc_params(const isa::MulParams& p) {
 }
 json enc_params(const isa::SubParams& p) { return {{"a", enc(p.a)}, {"b", enc(p.b)}, {"y", enc(p.y)}}; }
 
-/// The params alternative (index into Kernel::params) a kernel kind carries.
-
 json enc_refs(const std::vector<isa::TensorRef>& refs) {
   json a = json::array();
   for (const auto& r : refs) a.push_back(enc(r));

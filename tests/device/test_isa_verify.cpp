@@ -1,6 +1,7 @@
 // isa::verify: the one check between a program and a device (program-file loader, Device::load).
 #include "device_test_util.h"
 #include "furiosa/device/isa.h"
+#include "kernels.h"
 #include "test_support.h"
 
 using namespace furiosa;
@@ -96,4 +97,53 @@ TEST_CASE("the simulator refuses to load a program that breaks its region, namin
     CHECK(e.message() == "npu0pe0: program 'conv' is invalid: kernels[0].outputs[0]: bytes [250, 266) lie outside "
                          "the program's DRAM region of 256 bytes (in LowLevelConv2d 'conv_1')");
   }
+}
+
+TEST_CASE("isa::verify_kernel gives verify's message for one kernel", "[isa][verify]") {
+  isa::Program p = conv_program();
+  CHECK(isa::verify_kernel(p.kernels[0], p.dram_bytes).empty());
+  p.kernels[0].outputs[0].address = 250;
+  CHECK(isa::verify_kernel(p.kernels[0], p.dram_bytes) ==
+        "kernel.outputs[0]: bytes [250, 266) lie outside the program's DRAM region of 256 bytes"
+        " (in LowLevelConv2d 'conv_1')");
+  CHECK(isa::verify_kernel(p.kernels[0], p.dram_bytes, "kernels[0]") == isa::verify(p));
+  // A larger region takes it.
+  CHECK(isa::verify_kernel(p.kernels[0], 512).empty());
+}
+
+TEST_CASE("kernels from no verified program are checked as isa::verify checks them when they run",
+          "[isa][verify][sim]") {
+  const isa::Program good = conv_program();
+  isa::Program bad = conv_program();
+  bad.kernels[0].outputs[0].address = 250;
+  const std::string expected =
+      "kernel.outputs[0]: bytes [250, 266) lie outside the program's DRAM region of 256 bytes"
+      " (in LowLevelConv2d 'conv_1')";
+  std::vector<std::byte> region(256);
+  const auto fault_of = [&](auto&& run) -> std::string {
+    try {
+      run();
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::DeviceFault);
+      return e.message();
+    }
+    return "(no fault)";
+  };
+  // Without a prepared program.
+  CHECK(fault_of([&] { device::sim::run_kernel(bad.kernels[0], region); }) == expected);
+  CHECK_NOTHROW(device::sim::run_kernel(good.kernels[0], region));
+  // A prepared program that fails verify: nothing is taken as verified.
+  const auto bad_prepared = device::sim::prepare_program(bad);
+  CHECK(fault_of([&] { device::sim::run_kernel(bad.kernels[0], region, bad_prepared.get(), 0); }) ==
+        expected);
+  // A verified program's preparation does not vouch for another kernel, nor for another region.
+  const auto good_prepared = device::sim::prepare_program(good);
+  CHECK_NOTHROW(device::sim::run_kernel(good.kernels[0], region, good_prepared.get(), 0));
+  CHECK(fault_of([&] {
+          device::sim::run_kernel(bad.kernels[0], region, good_prepared.get(), 0);
+        }) == expected);
+  std::vector<std::byte> small(200);
+  CHECK_THAT(
+      fault_of([&] { device::sim::run_kernel(good.kernels[0], small, good_prepared.get(), 0); }),
+      Catch::Contains("lie outside the program's DRAM region of 200 bytes"));
 }

@@ -30,17 +30,15 @@ struct ConvDesc {
   std::vector<isa::QuantizedMultiplier> fixed;  // fixed-point rule: one per output channel
 };
 
-// Validates a convolution kernel in a region of `region_size` bytes whose constant operands are
-// read from `mem`. Throws Error(DeviceFault) when malformed, NotResident (only when `mem` is not
-// the whole region) when the weights or bias are not in `mem`.
-ConvDesc validate_conv(const isa::Kernel& kernel, bool depthwise, std::uint64_t region_size,
-                       const Readable& mem) {
+// Validates a convolution kernel that passed isa::verify_kernel (every tensor inside the region)
+// and whose constant operands are read from `mem`. Throws Error(DeviceFault) when malformed,
+// NotResident (only when `mem` is not the whole region) when the weights or bias are not in `mem`.
+ConvDesc validate_conv(const isa::Kernel& kernel, bool depthwise, const Readable& mem) {
   ConvDesc d;
   const auto& p = params_of<isa::Conv2dParams>(kernel);
   d.p = &p;
-  require_arity(kernel, 1, 1);
-  d.x = activation_shape(region_size, kernel.inputs[0], "input 0");
-  d.y = activation_shape(region_size, kernel.outputs[0], "output 0");
+  d.x = activation_shape(kernel.inputs[0], "input 0");
+  d.y = activation_shape(kernel.outputs[0], "output 0");
   require_8bit(kernel.inputs[0], "input 0");
   require_8bit(kernel.outputs[0], "output 0");
   const Act4& x = d.x;
@@ -56,7 +54,6 @@ ConvDesc validate_conv(const isa::Kernel& kernel, bool depthwise, std::uint64_t 
   const std::int64_t Cg = C / p.group;
 
   const TensorRef& wref = p.weight;
-  check_located(region_size, wref, "weight");
   require_linear(wref, "weight");
   require_8bit(wref, "weight");
   if (wref.shape.size() != 4 || wref.shape[0] != M || wref.shape[1] != Cg || wref.shape[2] < 1 ||
@@ -77,7 +74,6 @@ ConvDesc validate_conv(const isa::Kernel& kernel, bool depthwise, std::uint64_t 
   // Bias (int32, wrapped into the uint32 accumulator) and float multiplier per output channel.
   d.bias.assign(static_cast<std::size_t>(M), 0);
   if (p.bias) {
-    check_located(region_size, *p.bias, "bias");
     require_linear(*p.bias, "bias");
     if (p.bias->dtype != DType::Int32 || p.bias->shape != Shape{M}) {
       fault("{} must be int32 of shape [{}]", describe("bias", *p.bias), M);
@@ -368,10 +364,10 @@ bool conv2d_fast(const fast::Kernels& fk, const fast::ConvPlan& plan, const isa:
 }  // namespace
 
 std::shared_ptr<const fast::ConvPlan> prepare_conv_plan(
-    const isa::Kernel& kernel, std::uint64_t region_size, const Readable& constants,
+    const isa::Kernel& kernel, const Readable& constants,
     const std::function<bool(const TensorRef&)>& frozen) {
-  const ConvDesc d = validate_conv(kernel, kernel.kind == isa::KernelKind::DepthwiseConv2d,
-                                   region_size, constants);
+  const ConvDesc d =
+      validate_conv(kernel, kernel.kind == isa::KernelKind::DepthwiseConv2d, constants);
   if (!frozen(d.p->weight) || (d.p->bias && !frozen(*d.p->bias)) || !fast_conv_fits(d))
     return nullptr;
   return make_conv_plan(d);
@@ -386,8 +382,7 @@ void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwi
     if (conv2d_fast(*fk, *prepared->conv, kernel, region)) return;
     try_fast = false;  // a new plan would be refused too
   }
-  const ConvDesc d =
-      validate_conv(kernel, depthwise, region.size(), Readable{region.data(), region.size()});
+  const ConvDesc d = validate_conv(kernel, depthwise, Readable{region.data(), region.size()});
   if (try_fast && fast_conv_fits(d) && conv2d_fast(*fk, *make_conv_plan(d), kernel, region)) {
     return;
   }

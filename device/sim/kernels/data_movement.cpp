@@ -69,7 +69,7 @@ void gather_by_tables(const isa::Kernel& kernel, std::span<std::byte> region,
                       const std::vector<std::vector<std::int64_t>>& tables, const std::byte* fill) {
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   const std::size_t rank = yref.shape.size();
   if (element_count(yref.shape) == 0) return;
   std::vector<std::byte> scratch;
@@ -124,13 +124,10 @@ void gather_by_tables(const isa::Kernel& kernel, std::span<std::byte> region,
 
 // Checks the operands of LowLevelSlice / LowLevelPad: one input and one output of the same
 // dtype and rank, and a per-dim parameter vector `what` of that rank.
-void require_index_map_operands(const isa::Kernel& kernel, std::span<std::byte> region,
-                                std::size_t param_size, std::string_view what) {
-  require_arity(kernel, 1, 1);
+void require_index_map_operands(const isa::Kernel& kernel, std::size_t param_size,
+                                std::string_view what) {
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  locate(region, xref, "input 0");
-  locate(region, yref, "output 0");
   require_same_dtype(yref, "output 0", xref, "input 0");
   if (yref.shape.size() != xref.shape.size()) {
     fault("{} must have the rank of {}", describe("output 0", yref), describe("input 0", xref));
@@ -146,11 +143,9 @@ void require_index_map_operands(const isa::Kernel& kernel, std::span<std::byte> 
 // LowLevelReshape: logical row-major copy between any layouts (equal element counts).
 void reshape(const isa::Kernel& kernel, std::span<std::byte> region) {
   params_of<isa::ReshapeParams>(kernel);
-  require_arity(kernel, 1, 1);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  locate(region, xref, "input 0");
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   require_same_dtype(yref, "output 0", xref, "input 0");
   if (element_count(xref.shape) != element_count(yref.shape)) {
     fault("{} and {} hold different element counts", describe("input 0", xref),
@@ -164,14 +159,9 @@ void reshape(const isa::Kernel& kernel, std::span<std::byte> region) {
 // LowLevelConcat: inputs placed one after the other along the axis of the output.
 void concat(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::ConcatParams>(kernel);
-  if (kernel.inputs.empty() || kernel.outputs.size() != 1) {
-    fault("expects at least 1 input and 1 output but has {} and {}", kernel.inputs.size(),
-          kernel.outputs.size());
-  }
   const TensorRef& yref = kernel.outputs[0];
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   for (std::size_t i = 0; i < kernel.inputs.size(); ++i) {
-    locate(region, kernel.inputs[i], fmt::format("input {}", i));
   }
   const std::size_t axis = require_pieces(yref, "output 0", kernel.inputs, "input", p.axis);
   const std::vector<std::int64_t> ys = layout_strides(yref);
@@ -198,15 +188,10 @@ void concat(const isa::Kernel& kernel, std::span<std::byte> region) {
 // LowLevelSplit: consecutive slices of the input along the axis, one per output.
 void split(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::SplitParams>(kernel);
-  if (kernel.inputs.size() != 1 || kernel.outputs.empty()) {
-    fault("expects 1 input and at least 1 output but has {} and {}", kernel.inputs.size(),
-          kernel.outputs.size());
-  }
   const TensorRef& xref = kernel.inputs[0];
-  locate(region, xref, "input 0");
   std::vector<std::byte*> targets;
   for (std::size_t i = 0; i < kernel.outputs.size(); ++i) {
-    targets.push_back(locate(region, kernel.outputs[i], fmt::format("output {}", i)));
+    targets.push_back(at(region, kernel.outputs[i]));
   }
   const std::size_t axis = require_pieces(xref, "input 0", kernel.outputs, "output", p.axis);
   require_disjoint_outputs(kernel);
@@ -228,7 +213,7 @@ void split(const isa::Kernel& kernel, std::span<std::byte> region) {
 // LowLevelSlice: output index o of dim d reads input index starts[d] + o * steps[d].
 void slice(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::SliceParams>(kernel);
-  require_index_map_operands(kernel, region, p.starts.size(), "starts");
+  require_index_map_operands(kernel, p.starts.size(), "starts");
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
   if (p.steps.size() != p.starts.size()) {
@@ -255,7 +240,7 @@ void slice(const isa::Kernel& kernel, std::span<std::byte> region) {
 // LowLevelPad: host::pad_source per dim, the constant `value` elsewhere.
 void pad(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::PadParams>(kernel);
-  require_index_map_operands(kernel, region, p.begins.size(), "begins");
+  require_index_map_operands(kernel, p.begins.size(), "begins");
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
   require_8bit(xref, "input 0");
@@ -286,16 +271,11 @@ void pad(const isa::Kernel& kernel, std::span<std::byte> region) {
 // LowLevelTranspose: output dim d is input dim perm[d].
 void transpose(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::TransposeParams>(kernel);
-  require_arity(kernel, 1, 1);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  locate(region, xref, "input 0");
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   require_same_dtype(yref, "output 0", xref, "input 0");
-  const std::size_t rank = xref.shape.size();
-  if (p.perm.size() != rank) {
-    fault("perm has {} entries but {} has rank {}", p.perm.size(), describe("input 0", xref), rank);
-  }
+  const std::size_t rank = xref.shape.size();  // == p.perm.size() (isa::verify)
   std::vector<bool> seen(rank, false);
   Shape expected(rank);
   for (std::size_t d = 0; d < rank; ++d) {

@@ -1,14 +1,18 @@
-// Runs a kernel by its kind: the dispatch to the family files and the per-program plans
-// (PreparedProgram, prepare_program).
+// Runs a kernel by its kind: the dispatch to the family files, the per-program plans
+// (PreparedProgram, prepare_program) and the one place that makes sure a kernel passed
+// isa::verify's checks before it runs (the kernels rely on them, kernel_common.h).
 #include "kernel_common.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace furiosa::device::sim {
 
 namespace {
 
+// One case per kind, no default: -Wswitch names a kind added without its kernel. `kernel` has
+// passed isa::verify_kernel for a region of region.size() bytes.
 void dispatch(const isa::Kernel& kernel, std::span<std::byte> region,
               const detail::KernelPlan* plan) {
   switch (kernel.kind) {
@@ -32,6 +36,14 @@ void dispatch(const isa::Kernel& kernel, std::span<std::byte> region,
   detail::fault("unknown kernel kind {}", static_cast<int>(kernel.kind));
 }
 
+// The load-time checks (isa::verify_kernel) for a kernel that comes from no verified program:
+// throws Error(DeviceFault) with verify's message.
+void verify_unprepared(const isa::Kernel& kernel, std::uint64_t region_size) {
+  if (std::string problem = isa::verify_kernel(kernel, region_size); !problem.empty()) {
+    detail::fault("{}", problem);
+  }
+}
+
 // [address, address + size) ranges.
 bool range_overlaps(std::uint64_t a, std::uint64_t sa, std::uint64_t b, std::uint64_t sb) {
   return sa > 0 && sb > 0 && a < b + sb && b < a + sa;
@@ -39,11 +51,14 @@ bool range_overlaps(std::uint64_t a, std::uint64_t sa, std::uint64_t b, std::uin
 
 }  // namespace
 
-// The plans of a program's kernels, by kernel index (null: nothing prepared, the kernel is
-// validated and packed when it runs).
+// What prepare_program made of a program: whether it passed isa::verify (then its kernels run
+// without repeating those checks), the kernels' identities and their plans, by kernel index
+// (null: nothing prepared, the kernel is validated and packed when it runs).
 class PreparedProgram {
  public:
   std::uint64_t dram_bytes = 0;
+  bool verified = false;
+  std::vector<const isa::Kernel*> kernels;  // identity checks only, never dereferenced
   std::vector<std::unique_ptr<detail::KernelPlan>> plans;
 };
 
@@ -51,6 +66,11 @@ std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& progr
   auto prepared = std::make_shared<PreparedProgram>();
   prepared->dram_bytes = program.dram_bytes;
   prepared->plans.resize(program.kernels.size());
+  // The same check as Device::load's (cheap next to packing): a program that fails it gets no
+  // plans, and its kernels are checked each time they run.
+  prepared->verified = isa::verify(program).empty();
+  if (!prepared->verified) return prepared;
+  for (const auto& k : program.kernels) prepared->kernels.push_back(&k);
   // Plans are the same for every level: made when the level in use runs conv or matmul fast.
   const fast::Kernels* fk = detail::fast_kernels();
   if (fk == nullptr || (fk->conv == nullptr && fk->matmul == nullptr)) return prepared;
@@ -78,13 +98,12 @@ std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& progr
     const isa::Kernel& kernel = program.kernels[i];
     try {
       auto plan = std::make_unique<detail::KernelPlan>();
-      plan->kernel = &kernel;
       if (kernel.kind == isa::KernelKind::Conv2d ||
           kernel.kind == isa::KernelKind::DepthwiseConv2d) {
-        plan->conv = detail::prepare_conv_plan(kernel, program.dram_bytes, constants, frozen);
+        plan->conv = detail::prepare_conv_plan(kernel, constants, frozen);
         if (!plan->conv) continue;
       } else if (kernel.kind == isa::KernelKind::MatMul) {
-        plan->matmul = detail::prepare_matmul_plan(kernel, program.dram_bytes, constants, frozen);
+        plan->matmul = detail::prepare_matmul_plan(kernel, constants, frozen);
         if (!plan->matmul) continue;
       } else {
         continue;
@@ -101,16 +120,17 @@ std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& progr
 
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
                 const PreparedProgram* prepared, std::size_t index) {
-  const detail::KernelPlan* plan = nullptr;
-  if (prepared != nullptr && index < prepared->plans.size() &&
-      region.size() == prepared->dram_bytes) {
-    plan = prepared->plans[index].get();
-    if (plan != nullptr && plan->kernel != &kernel) plan = nullptr;  // not this program's kernel
-  }
-  dispatch(kernel, region, plan);
+  // Kernel `index` of the verified program, run on a region of that program's size: verify's
+  // checks hold (the program is immutable), so they are not repeated.
+  const bool verified = prepared != nullptr && prepared->verified &&
+                        index < prepared->kernels.size() && prepared->kernels[index] == &kernel &&
+                        region.size() == prepared->dram_bytes;
+  if (!verified) return run_kernel(kernel, region);
+  dispatch(kernel, region, prepared->plans[index].get());
 }
 
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region) {
+  verify_unprepared(kernel, region.size());
   dispatch(kernel, region, nullptr);
 }
 

@@ -51,14 +51,13 @@ struct BinaryOperands {
 BinaryOperands binary_operands(const isa::Kernel& kernel, std::span<std::byte> region,
                                const isa::QuantParam& a, const isa::QuantParam& b,
                                const isa::QuantParam& y) {
-  require_arity(kernel, 2, 1);
   const TensorRef& aref = kernel.inputs[0];
   const TensorRef& bref = kernel.inputs[1];
   const TensorRef& yref = kernel.outputs[0];
   BinaryOperands o;
-  o.a = locate(region, aref, "input 0");
-  o.b = locate(region, bref, "input 1");
-  o.y = locate(region, yref, "output 0");
+  o.a = at(region, aref);
+  o.b = at(region, bref);
+  o.y = at(region, yref);
   require_8bit(aref, "input 0");
   require_8bit(bref, "input 1");
   require_8bit(yref, "output 0");
@@ -272,11 +271,9 @@ void sub(const isa::Kernel& kernel, std::span<std::byte> region) {
 // possible input value into a table and the copy maps elements through it.
 void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::RequantizeParams>(kernel);
-  require_arity(kernel, 1, 1);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  locate(region, xref, "input 0");
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   require_8bit(xref, "input 0");
   require_8bit(yref, "output 0");
   if (xref.shape != yref.shape) {

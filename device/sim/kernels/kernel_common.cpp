@@ -1,7 +1,6 @@
 // The validation helpers shared by the simulator's kernel families (kernel_common.h documents
-// them): tensors located in the program region, dtypes, layouts, arities, quantization
-// parameters, windows and rank-4 activations, and the per-thread input snapshot of the fast
-// kernels.
+// them): dtypes, layouts, quantization parameters, windows and rank-4 activations, and the
+// per-thread input snapshot of the fast kernels.
 #include "kernel_common.h"
 
 #include <cmath>
@@ -15,38 +14,12 @@ std::string describe(std::string_view role, const TensorRef& ref) {
                      dtype_name(ref.dtype), isa::layout_name(ref.layout), ref.address);
 }
 
-void check_located(std::uint64_t region_size, const TensorRef& ref, std::string_view role) {
-  for (std::int64_t d : ref.shape) {
-    if (d < 0) fault("{} has a negative dimension", describe(role, ref));
-  }
-  if (ref.layout == Layout::LoweredNCHW && ref.shape.size() != 4) {
-    fault("{} is lowered_nchw but not of rank 4", describe(role, ref));
-  }
-  const std::uint64_t size = ref.size_bytes();
-  if (ref.address > region_size || size > region_size - ref.address) {
-    fault("{} (+{} bytes) lies outside the program region of {} bytes", describe(role, ref), size,
-          region_size);
-  }
-}
-
-std::byte* locate(std::span<std::byte> region, const TensorRef& ref, std::string_view role) {
-  check_located(region.size(), ref, role);
-  return region.data() + ref.address;
-}
-
 void require_8bit(const TensorRef& ref, std::string_view role) {
   if (!is_8bit(ref.dtype)) fault("{} must be uint8 or int8", describe(role, ref));
 }
 
 void require_linear(const TensorRef& ref, std::string_view role) {
   if (ref.layout != Layout::Linear) fault("{} must be linear", describe(role, ref));
-}
-
-void require_arity(const isa::Kernel& kernel, std::size_t inputs, std::size_t outputs) {
-  if (kernel.inputs.size() != inputs || kernel.outputs.size() != outputs) {
-    fault("expects {} input(s) and {} output(s) but has {} and {}", inputs, outputs,
-          kernel.inputs.size(), kernel.outputs.size());
-  }
 }
 
 void require_scale(float scale, std::string_view what) {
@@ -94,8 +67,7 @@ void require_fixed_point(const isa::FixedPointRequant& f, std::int64_t channels,
   require_output_range(f.out_min, f.out_max, dtype);
 }
 
-Act4 activation_shape(std::uint64_t region_size, const TensorRef& ref, std::string_view role) {
-  check_located(region_size, ref, role);
+Act4 activation_shape(const TensorRef& ref, std::string_view role) {
   if (ref.shape.size() != 4) fault("{} must be of rank 4 (NCHW)", describe(role, ref));
   Act4 a;
   a.dtype = ref.dtype;
@@ -109,7 +81,7 @@ Act4 activation_shape(std::uint64_t region_size, const TensorRef& ref, std::stri
 }
 
 Act4 activation(std::span<std::byte> region, const TensorRef& ref, std::string_view role) {
-  Act4 a = activation_shape(region.size(), ref, role);
+  Act4 a = activation_shape(ref, role);
   a.base = region.data() + ref.address;
   return a;
 }

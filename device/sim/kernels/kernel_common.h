@@ -5,11 +5,16 @@
 // its family file (conv.cpp, matmul.cpp, pool.cpp, elementwise.cpp, data_movement.cpp,
 // resize.cpp) and called by kind from dispatch.cpp.
 //
-// The simulator's functional kernels. Each one validates its kernel description first (every
-// tensor inside the region, dtypes, layouts, shapes, parameters) and throws Error(DeviceFault)
-// on a malformed kernel, so a bad program fails its fence instead of touching memory it does not
-// own. Arithmetic follows the ONNX quantized operators (see isa.h): int32 accumulation of
-// (x - x_zp) * (w - w_zp) plus the int32 bias, float multiplier, round half to even, saturation.
+// The simulator's functional kernels. A kernel reaches them only after isa::verify's checks
+// (dispatch.cpp): run at load for a prepared program, else by run_kernel before each run. So
+// every TensorRef of the kernel (inputs, outputs, weight, bias, b) lies inside the region with
+// non-negative dims, lowered refs are rank 4, operand counts fit the kind, the params are the
+// kind's alternative and a Transpose's perm has one entry per input dim: kernels do not check
+// these again. Each one then validates the rest of its description (dtypes, layouts, shapes,
+// parameters) and throws Error(DeviceFault) on a malformed kernel, so a bad program fails its
+// fence instead of touching memory it does not own. Arithmetic follows the ONNX quantized operators
+// (see isa.h): int32 accumulation of (x - x_zp) * (w - w_zp) plus the int32 bias, float multiplier,
+// round half to even, saturation.
 //
 // The int32 accumulation wraps around on overflow like the hardware's adders; it is done in
 // uint32 so that the wrap is well defined C++. Operands minus zero points are widened to int16
@@ -64,11 +69,10 @@ template <class... Args>
 // "input 0 [1, 3, 8, 8] uint8 lowered_nchw at 0x40", for messages.
 std::string describe(std::string_view role, const TensorRef& ref);
 
-// Checks that `ref` is well formed and lies inside a region of `region_size` bytes.
-void check_located(std::uint64_t region_size, const TensorRef& ref, std::string_view role);
-
-// Checks that `ref` is well formed and lies inside `region`; returns its first byte.
-std::byte* locate(std::span<std::byte> region, const TensorRef& ref, std::string_view role);
+// The first byte of `ref` in `region`; `ref` passed isa::verify_kernel for this region's size.
+inline std::byte* at(std::span<std::byte> region, const TensorRef& ref) {
+  return region.data() + ref.address;
+}
 
 // What a kernel's validation reads constant operands (weights, bias) from: the program's
 // region when it runs, or only the program's constants when it is prepared at load. A constant
@@ -93,10 +97,8 @@ void require_8bit(const TensorRef& ref, std::string_view role);
 // Throws unless `ref` is in the Linear layout.
 void require_linear(const TensorRef& ref, std::string_view role);
 
-// Throws unless the kernel has exactly the given numbers of inputs and outputs.
-void require_arity(const isa::Kernel& kernel, std::size_t inputs, std::size_t outputs);
-
-// The kernel's parameters as P; throws when the kernel carries another kind's parameters.
+// The kernel's parameters as P. isa::verify guarantees the kind's alternative; the check stays as
+// a guard against a kind dispatched to another kind's kernel (a simulator bug, not a program's).
 template <class P>
 const P& params_of(const isa::Kernel& kernel) {
   const P* p = std::get_if<P>(&kernel.params);
@@ -158,11 +160,11 @@ struct Act4 {
   }
 };
 
-// Checks a rank-4 activation (either layout) inside a region of `region_size` bytes; the
+// Checks that `ref` (verified, isa::verify_kernel) is a rank-4 activation (either layout); the
 // result's base is null.
-Act4 activation_shape(std::uint64_t region_size, const TensorRef& ref, std::string_view role);
+Act4 activation_shape(const TensorRef& ref, std::string_view role);
 
-// Locates a rank-4 activation (either layout).
+// Locates a rank-4 activation (either layout; verified).
 Act4 activation(std::span<std::byte> region, const TensorRef& ref, std::string_view role);
 
 // Output positions o in [0, out) whose input position o * stride + offset lies in [0, in),
@@ -200,7 +202,6 @@ const std::byte* fast_input(std::span<std::byte> region, const TensorRef& in, co
 
 // Per-kernel state prepared at program load (PreparedProgram).
 struct KernelPlan {
-  const isa::Kernel* kernel = nullptr;  // identity check only, never dereferenced
   std::shared_ptr<const fast::ConvPlan> conv;
   std::shared_ptr<const fast::MatMulPlan> matmul;
 };
@@ -210,7 +211,7 @@ struct KernelPlan {
 // kernels that walk tensors in either layout.
 
 // Element strides of `ref`'s logical shape in its layout: row-major for Linear; for LoweredNCHW
-// the H stride is padded_width(W) (isa.h). Only for refs that passed locate().
+// the H stride is padded_width(W) (isa.h). Only for verified refs.
 std::vector<std::int64_t> layout_strides(const TensorRef& ref);
 
 // A logical block copied element for element: extents and element strides of both sides.
@@ -275,26 +276,26 @@ const std::byte* readable(std::span<std::byte> region, const TensorRef& input,
                           const std::vector<TensorRef>& outputs, std::vector<std::byte>& scratch);
 
 // ---------------------------------------------------------------------------------------------
-// The kernels, one entry point per kernel kind (dispatch.cpp calls them by kind). Each validates
-// its kernel first and throws Error(DeviceFault) when it is malformed.
+// The kernels, one entry point per kernel kind (dispatch.cpp calls them by kind, verified). Each
+// validates the rest of its kernel first and throws Error(DeviceFault) when it is malformed.
 
 // conv.cpp
 void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwise,
             const KernelPlan* prepared);
-/// The plan prepare_program keeps for convolution kernel `kernel` of a program whose region has
-/// `region_size` bytes and whose constant operands are read from `constants`; null when the fast
+/// The plan prepare_program keeps for convolution kernel `kernel` of a verified program
+/// (isa::verify) whose constant operands are read from `constants`; null when the fast
 /// convolution does not take the kernel or its weight or bias is not `frozen` (may be written
 /// after load). Throws Error(DeviceFault) when the kernel is malformed, NotResident when its
 /// constant operands are not in `constants`.
 std::shared_ptr<const fast::ConvPlan> prepare_conv_plan(
-    const isa::Kernel& kernel, std::uint64_t region_size, const Readable& constants,
+    const isa::Kernel& kernel, const Readable& constants,
     const std::function<bool(const TensorRef&)>& frozen);
 
 // matmul.cpp
 void matmul(const isa::Kernel& kernel, std::span<std::byte> region, const KernelPlan* prepared);
 /// prepare_conv_plan's counterpart for a matmul kernel (its operand b must be `frozen`).
 std::shared_ptr<const fast::MatMulPlan> prepare_matmul_plan(
-    const isa::Kernel& kernel, std::uint64_t region_size, const Readable& constants,
+    const isa::Kernel& kernel, const Readable& constants,
     const std::function<bool(const TensorRef&)>& frozen);
 
 // pool.cpp

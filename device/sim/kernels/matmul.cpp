@@ -22,18 +22,13 @@ struct MatMulDesc {
   std::vector<std::uint32_t> bias;              // per column (zeros without a bias), wrapped
 };
 
-// Validates a matmul kernel (see validate_conv for `region_size` and `mem`).
-MatMulDesc validate_matmul(const isa::Kernel& kernel, std::uint64_t region_size,
-                           const Readable& mem) {
+// Validates a matmul kernel (see validate_conv for `mem`).
+MatMulDesc validate_matmul(const isa::Kernel& kernel, const Readable& mem) {
   MatMulDesc d;
   const auto& p = params_of<isa::MatMulParams>(kernel);
   d.p = &p;
-  require_arity(kernel, 1, 1);
   const TensorRef& aref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  check_located(region_size, aref, "input 0");
-  check_located(region_size, yref, "output 0");
-  check_located(region_size, p.b, "b");
   for (const auto& [ref, role] :
        {std::pair{&aref, "input 0"}, std::pair{&yref, "output 0"}, std::pair{&p.b, "b"}}) {
     require_linear(*ref, role);
@@ -74,7 +69,6 @@ MatMulDesc validate_matmul(const isa::Kernel& kernel, std::uint64_t region_size,
   }
   d.bias.assign(static_cast<std::size_t>(N), 0);
   if (p.bias) {
-    check_located(region_size, *p.bias, "bias");
     require_linear(*p.bias, "bias");
     if (p.bias->dtype != DType::Int32 || p.bias->shape != Shape{N}) {
       fault("{} must be int32 of shape [{}]", describe("bias", *p.bias), N);
@@ -204,9 +198,9 @@ void matmul_fast(const fast::Kernels& fk, const fast::MatMulPlan& plan, const is
 }  // namespace
 
 std::shared_ptr<const fast::MatMulPlan> prepare_matmul_plan(
-    const isa::Kernel& kernel, std::uint64_t region_size, const Readable& constants,
+    const isa::Kernel& kernel, const Readable& constants,
     const std::function<bool(const TensorRef&)>& frozen) {
-  const MatMulDesc d = validate_matmul(kernel, region_size, constants);
+  const MatMulDesc d = validate_matmul(kernel, constants);
   if (!frozen(d.p->b) || !fast_matmul_fits(d)) return nullptr;
   return make_matmul_plan(d, kernel);
 }
@@ -218,8 +212,7 @@ void matmul(const isa::Kernel& kernel, std::span<std::byte> region, const Kernel
   if (prepared != nullptr && prepared->matmul && fast) {
     return matmul_fast(*fk, *prepared->matmul, kernel, region);
   }
-  const MatMulDesc d =
-      validate_matmul(kernel, region.size(), Readable{region.data(), region.size()});
+  const MatMulDesc d = validate_matmul(kernel, Readable{region.data(), region.size()});
   if (fast && fast_matmul_fits(d)) {
     return matmul_fast(*fk, *make_matmul_plan(d, kernel), kernel, region);
   }

@@ -11,7 +11,6 @@ namespace furiosa::device::sim::detail {
 // LowLevelMaxPool: window maximum over the valid (non-pad) positions.
 void maxpool(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::MaxPoolParams>(kernel);
-  require_arity(kernel, 1, 1);
   const Act4 x = activation(region, kernel.inputs[0], "input 0");
   const Act4 y = activation(region, kernel.outputs[0], "output 0");
   require_8bit(kernel.inputs[0], "input 0");
@@ -85,11 +84,9 @@ void maxpool(const isa::Kernel& kernel, std::span<std::byte> region) {
 // LowLevelGlobalAveragePool (com.microsoft QLinearGlobalAveragePool, NCHW).
 void global_average_pool(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::GlobalAveragePoolParams>(kernel);
-  require_arity(kernel, 1, 1);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  locate(region, xref, "input 0");
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   require_8bit(xref, "input 0");
   require_8bit(yref, "output 0");
   if (xref.shape.size() != 4) fault("{} must be of rank 4 (NCHW)", describe("input 0", xref));

@@ -20,7 +20,7 @@ void resize_on_host_arithmetic(const isa::Kernel& kernel, std::span<std::byte> r
   const auto& p = params_of<isa::ResizeParams>(kernel);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   if (xref.dtype != DType::UInt8 && xref.dtype != DType::Int8) {
     fault("bilinear resize takes uint8 or int8, {} is {}", describe("input 0", xref),
           dtype_name(xref.dtype));
@@ -91,14 +91,12 @@ void resize_on_host_arithmetic(const isa::Kernel& kernel, std::span<std::byte> r
 // output row is one gather of its source row (a copy per element only along W).
 void resize(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::ResizeParams>(kernel);
-  require_arity(kernel, 1, 1);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  locate(region, xref, "input 0");
   require_same_dtype(yref, "output 0", xref, "input 0");
   if (p.mode != isa::ResizeParams::Mode::NearestRepeat)
     return resize_on_host_arithmetic(kernel, region);
-  std::byte* yptr = locate(region, yref, "output 0");
+  std::byte* yptr = at(region, yref);
   if (xref.shape.size() != 4 || p.scale_h < 1 || p.scale_w < 1) {
     fault("{} must be 4-D and the scales >= 1 (scale_h {}, scale_w {})", describe("input 0", xref),
           p.scale_h, p.scale_w);

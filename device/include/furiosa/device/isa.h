@@ -342,7 +342,9 @@ struct SubParams {
   QuantParam y;
 };
 
-/// Kinds of LowLevel kernels.
+/// Kinds of LowLevel kernels. Each has one row in the descriptor table of kernel_kinds.h (name,
+/// arity, params alternative, MACs, timing unit); that header lists what adding a kind takes.
+/// The last enumerator is kernel_kinds.h's kLastKernelKind.
 enum class KernelKind : std::uint8_t {
   Conv2d, DepthwiseConv2d, MaxPool, MatMul, Add, Reshape,
   Requantize, Concat, Transpose, Split, GlobalAveragePool, Resize,
@@ -352,7 +354,8 @@ enum class KernelKind : std::uint8_t {
 /// "LowLevelConv2d", "LowLevelDepthwiseConv2d", "LowLevelMaxPool", "LowLevelMatMul",
 /// "LowLevelAdd", "LowLevelReshape", "LowLevelRequantize", "LowLevelConcat", "LowLevelTranspose",
 /// "LowLevelSplit", "LowLevelGlobalAveragePool", "LowLevelResize", "LowLevelSlice", "LowLevelPad",
-/// "LowLevelMul", "LowLevelSub" (the span names of kernels in the trace).
+/// "LowLevelMul", "LowLevelSub" (the span names of kernels in the trace); "LowLevelUnknown" for a
+/// value outside the enum. A lookup into kernel_kinds.h's table. Thread-safe.
 std::string_view kernel_name(KernelKind kind) noexcept;
 
 /// One kernel of a program.
@@ -378,7 +381,8 @@ struct Program {
   std::vector<TensorRef> outputs;       ///< read by Store (DMA device->host) after execution
 };
 
-/// Multiply-accumulates a kernel performs (0 for data movement kernels).
+/// Multiply-accumulates a kernel performs (0 for data movement kernels and malformed kernels).
+/// A lookup into kernel_kinds.h's table. Thread-safe.
 std::uint64_t kernel_macs(const Kernel& kernel);
 
 /// How many inputs and outputs a kernel kind reads and writes: [in_min, in_max] and
@@ -386,9 +390,12 @@ std::uint64_t kernel_macs(const Kernel& kernel);
 struct KernelArity {
   std::size_t in_min, in_max, out_min, out_max;
 };
+/// The arity of `kind` ({1, 1, 1, 1} for a value outside the enum). A lookup into
+/// kernel_kinds.h's table. Thread-safe.
 KernelArity kernel_arity(KernelKind kind) noexcept;
 
-/// Index of the Kernel::params alternative that kernels of `kind` carry.
+/// Index of the Kernel::params alternative that kernels of `kind` carry (std::variant_npos for a
+/// value outside the enum). A lookup into kernel_kinds.h's table. Thread-safe.
 std::size_t kernel_params_index(KernelKind kind) noexcept;
 
 /// Checks that `program` runs without touching memory outside its own DRAM region: the
@@ -400,5 +407,13 @@ std::size_t kernel_params_index(KernelKind kind) noexcept;
 /// with " (in <kernel name> '<node>')", the node escaped), or "" when there is none. The one check every path into a device takes: the program-file loader and every
 /// backend's Device::load() call it (a compiler bug must not become a wild write). Thread-safe.
 std::string verify(const Program& program);
+
+/// The kernel part of verify(): checks `kernel` as verify() checks each kernel of a program whose
+/// DRAM region has `dram_bytes` bytes (operand counts, params alternative, every TensorRef inside
+/// the region, a Transpose's perm), naming it `where` ("kernels[3]"). Returns verify()'s message
+/// for it ("<where>.inputs[0]: ... (in <kernel name> '<node>')") or "" when there is no problem.
+/// The simulator runs it before a kernel that comes from no verified program. Thread-safe.
+std::string verify_kernel(const Kernel& kernel, std::uint64_t dram_bytes,
+                          std::string_view where = "kernel");
 
 }  // namespace furiosa::isa
