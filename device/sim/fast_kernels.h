@@ -32,6 +32,7 @@
 // the scalar float addition and clamping (fast_kernels_avx512_base.inc, requant16_f / requant64).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -129,6 +130,12 @@ struct AddParamsF {
   bool mlas = false;
   float ra = 0, rb = 0, fixed = 0;  ///< mlas: MlasAddConsts{rv = ra, rs = rb, fixed}
 };
+/// With p.mlas: a bound of |fma(a, ra, fma(b, rb, fixed))| over all 8-bit codes, for the
+/// requantization's range check (|a|, |b| <= 255, plus slack for the roundings).
+inline double mlas_add_bound(const AddParamsF& p) {
+  return 510.0 * (std::fabs(static_cast<double>(p.ra)) + std::fabs(static_cast<double>(p.rb))) +
+         std::fabs(static_cast<double>(p.fixed)) + 1.0;
+}
 void add_run(const AddParamsF& p, const std::byte* a, const std::byte* b, std::byte* y,
              std::int64_t n);
 /// add_run over `rows` rows of `width` elements, each operand's rows `*_pitch` bytes apart.
