@@ -1,8 +1,9 @@
 // TFLite CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (importer.h) -> QLinearConv and
 // QLinearMatMul with the weights relaid out (OHWI / 1HWO -> OIHW; [units, depth] -> [depth,
 // units]) and TFLite's fixed-point requantization: QuantizeMultiplier(input_scale *
-// filter_scale[c] / output_scale), per channel for int8 weights, and the fused activation's clamp
-// (operator_common.cpp).
+// filter_scale[c] / output_scale), per channel for int8 weights, the scale product in float32
+// where TFLite's kernel reads GetQuantizedConvolutionMultipler's multiplier (importer.h:
+// ScaleProduct), and the fused activation's clamp (operator_common.cpp).
 #include <fmt/format.h>
 
 #include "graph_utils.h"
@@ -95,7 +96,9 @@ void Importer::conv(const fb::Operator& op, bool depthwise) {
       {"dilations", std::vector<std::int64_t>{dh, dw}},
       {"pads", std::vector<std::int64_t>{dy.before, dx.before, dy.after, dx.after}},
       {"group", group}};
-  add_fixed_point(attrs, xq, wq.scales, yq, activation_range(act, y));
+  // uint8: the kernels' one multiplier; int8: the per-channel arrays (ScaleProduct).
+  add_fixed_point(attrs, xq, wq.scales, yq, activation_range(act, y),
+                  dtype(x) == DType::UInt8 ? ScaleProduct::Float32 : ScaleProduct::Double);
   add_node("QLinearConv", "", std::move(inputs), {output_nchw(y)}, std::move(attrs));
 }
 
@@ -172,7 +175,9 @@ void Importer::fully_connected(const fb::Operator& op) {
       qlinear_operands(a, x, xq, info(w).name + "/transposed", std::move(bt), w, wq, y, yq, {"a", "b"});
   if (b >= 0) inputs.push_back(bias_constant(b, units));
   std::map<std::string, Attribute> attrs;
-  add_fixed_point(attrs, xq, wq.scales, yq, activation_range(act, y));
+  // Per-tensor weights: GetQuantizedConvolutionMultipler; per-channel: the arrays (ScaleProduct).
+  add_fixed_point(attrs, xq, wq.scales, yq, activation_range(act, y),
+                  wq.scales.size() == 1 ? ScaleProduct::Float32 : ScaleProduct::Double);
   const Shape result{batch, units};
   if (info(y).shape == result) {
     add_node("QLinearMatMul", "", std::move(inputs), {output_model(y)}, std::move(attrs));

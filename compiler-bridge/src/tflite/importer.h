@@ -209,9 +209,17 @@ class Importer {
   Dim window_dim(fb::Padding padding, std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation) const;
   /// Output tensor y must have the shape the operator computes.
   void check_output_shape(int y, const Shape& expected_nhwc) const;
-  /// The fixed-point multiplier attributes of a requantizing node.
-  void add_fixed_point(std::map<std::string, Attribute>& attrs, const Quant& x, const std::vector<float>& w_scales,
-                       const Quant& y, std::array<std::int32_t, 2> range) const;
+  /// How TFLite 2.14 forms a convolution's real multiplier input_scale * filter_scale /
+  /// output_scale (kernels/kernel_util.cc): PopulateConvolutionQuantizationParams' per-channel
+  /// arrays (int8 CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV; per-channel FULLY_CONNECTED)
+  /// multiply the scales in double; GetQuantizedConvolutionMultipler, whose one multiplier the
+  /// uint8 kernels and per-tensor FULLY_CONNECTED use, multiplies them in float32 first. The two
+  /// multipliers can differ in their last bits, and then the results at rounding boundaries.
+  enum class ScaleProduct { Double, Float32 };
+  /// The fixed-point multiplier attributes of a requantizing node, one per weight scale.
+  void add_fixed_point(std::map<std::string, Attribute>& attrs, const Quant& x,
+                       const std::vector<float>& w_scales, const Quant& y,
+                       std::array<std::int32_t, 2> range, ScaleProduct product) const;
   /// Binds value v to output tensor y, clamped to `range` where that is narrower than the type's.
   void bind_clamped(int v, int y, bool nchw, std::array<std::int32_t, 2> range);
   /// The attributes of a furiosa::Requantize node that maps x to y by `table`.

@@ -138,11 +138,15 @@ void Importer::check_output_shape(int y, const Shape& expected_nhwc) const {
   }
 }
 
-void Importer::add_fixed_point(std::map<std::string, Attribute>& attrs, const Quant& x, const std::vector<float>& w_scales,
-                               const Quant& y, std::array<std::int32_t, 2> range) const {
+void Importer::add_fixed_point(std::map<std::string, Attribute>& attrs, const Quant& x,
+                               const std::vector<float>& w_scales, const Quant& y,
+                               std::array<std::int32_t, 2> range, ScaleProduct product) const {
   std::vector<std::int64_t> mult, shift;
   for (float ws : w_scales) {
-    const double real = static_cast<double>(x.scale) * static_cast<double>(ws) / static_cast<double>(y.scale);
+    const double xw = product == ScaleProduct::Float32
+                          ? static_cast<double>(x.scale * ws)
+                          : static_cast<double>(x.scale) * static_cast<double>(ws);
+    const double real = xw / static_cast<double>(y.scale);
     const isa::QuantizedMultiplier m = isa::quantize_multiplier(real);
     mult.push_back(m.multiplier);
     shift.push_back(m.shift);

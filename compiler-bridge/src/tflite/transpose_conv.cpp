@@ -228,7 +228,9 @@ void Importer::transpose_conv(const fb::Operator& op) {
       {"dilations", std::vector<std::int64_t>{1, 1}},
       {"pads", std::vector<std::int64_t>(conv_pads.begin(), conv_pads.end())},
       {"group", std::int64_t{1}}};
-  add_fixed_point(attrs, xq, wq.scales, yq, activation_range(t.act, t.y));
+  // uint8: the kernel's one multiplier; int8: the per-channel arrays (ScaleProduct).
+  add_fixed_point(attrs, xq, wq.scales, yq, activation_range(t.act, t.y),
+                  xd == DType::UInt8 ? ScaleProduct::Float32 : ScaleProduct::Double);
   add_node("QLinearConv", "", std::move(inputs), {output_nchw(t.y)}, std::move(attrs));
 }
 
