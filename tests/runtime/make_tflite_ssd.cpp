@@ -1,7 +1,8 @@
 // make-tflite-ssd OUT_DIR: writes a small uint8 SSD detector in the layout TOCO gives TF Object
 // Detection API models (ssd_mobilenet_v1_quantized and the like), with seeded weights, and three
-// seeded input images, for the Arm NN comparison of tests/runtime/test_tflite_ssd.cpp (CTest
-// fixture tflite_ssd_model, tests/CMakeLists.txt).
+// seeded input images, for the comparison with TensorFlow Lite in
+// tests/tflite_peer/test_tflite_peer_ssd.cpp (CTest fixture tflite_ssd_model,
+// tests/CMakeLists.txt).
 //
 // The network (uint8, per-tensor quantization, every activation's range calibrated on the three
 // inputs as a converter calibrates on representative data):
@@ -18,11 +19,14 @@
 //   score threshold 0.6, IoU threshold 0.6.
 // The anchors are SSD's (TF's multiple grid anchor generator): scales 0.2 and 0.45, aspect ratios
 // 1, 2 and 1/2, centers at the cell centers, in the order of the heads' reshape (y, x, anchor);
-// float32 (y_center, x_center, h, w) constants.
+// (y_center, x_center, h, w) constants, quantized to uint8 with their range as TOCO quantizes
+// a quantized detector's anchors.
 // Each class's head bias is set so that about 0.7% of the (anchor, input) pairs score above
 // the threshold (0.6): seeded random weights alone would give either no detections or hundreds.
 //
 // Files written: ssd_fast.tflite (use_regular_nms false), ssd_regular.tflite (true),
+// ssd_fast_multiclass.tflite (use_regular_nms false, max_classes_per_detection 3: outputs of
+// 16 x 3 slots),
 // ssd_heads.tflite (the same network without the post-processing: outputs are the box encodings
 // "concat" and the LOGISTIC scores "convert_scores", the post-processing's two inputs),
 // ssd_postprocess_fast.tflite and ssd_postprocess_regular.tflite (the post-processing alone, its
@@ -31,6 +35,7 @@
 #include <flatbuffers/flexbuffers.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -292,7 +297,7 @@ std::vector<std::uint8_t> make_image(std::uint32_t seed) {
 
 // The full models (fast / regular NMS), the network without the post-processing, and the
 // post-processing alone (inputs: the heads' two tensors, with their quantization).
-enum class Variant { Fast, Regular, Heads, PostFast, PostRegular };
+enum class Variant { Fast, Regular, FastMulticlass, Heads, PostFast, PostRegular };
 
 // Tensor indices of the network's image input and its two head outputs.
 struct NetworkTensors {
@@ -380,16 +385,31 @@ std::string write_model(const SsdNet& net, const std::vector<float>& anchors, Va
     if (variant == Variant::Heads) return w.finish(inputs, {boxes, scores});
   }
 
-  const auto anchor_bytes = test::raw_bytes(anchors);
-  const int anc = w.tensor("anchors", fb::TensorType::FLOAT32, {A, 4}, nullptr, &anchor_bytes);
-  const int ob = w.tensor("TFLite_Detection_PostProcess", fb::TensorType::FLOAT32, {1, kMaxDetections, 4});
-  const int oc = w.tensor("TFLite_Detection_PostProcess:1", fb::TensorType::FLOAT32, {1, kMaxDetections});
-  const int os = w.tensor("TFLite_Detection_PostProcess:2", fb::TensorType::FLOAT32, {1, kMaxDetections});
+  // uint8 anchors, as TOCO writes a quantized detector's: TFLite's kernel dequantizes the anchors
+  // with their own parameters whenever the box encodings are uint8 (float32 anchors would be read
+  // as bytes). Scale and zero point from the anchors' range, as a converter's min / max give them.
+  const auto [lo_it, hi_it] = std::minmax_element(anchors.begin(), anchors.end());
+  const float lo = std::min(*lo_it, 0.0f), hi = std::max(*hi_it, 0.0f);
+  const float a_scale = (hi - lo) / 255.0f;
+  const auto a_zp = static_cast<std::int64_t>(std::lround(-lo / a_scale));
+  std::vector<std::uint8_t> anchor_bytes;
+  for (float v : anchors) {
+    anchor_bytes.push_back(
+        static_cast<std::uint8_t>(std::clamp<long>(std::lround(v / a_scale) + a_zp, 0, 255)));
+  }
+  const test::QSpec aq{{a_scale}, {a_zp}};
+  const int anc = w.tensor("anchors", fb::TensorType::UINT8, {A, 4}, &aq, &anchor_bytes);
+  // TFLite's output slots: max_detections x max_classes_per_detection.
+  const int classes_per_detection = variant == Variant::FastMulticlass ? 3 : 1;
+  const int slots = kMaxDetections * classes_per_detection;
+  const int ob = w.tensor("TFLite_Detection_PostProcess", fb::TensorType::FLOAT32, {1, slots, 4});
+  const int oc = w.tensor("TFLite_Detection_PostProcess:1", fb::TensorType::FLOAT32, {1, slots});
+  const int os = w.tensor("TFLite_Detection_PostProcess:2", fb::TensorType::FLOAT32, {1, slots});
   const int on = w.tensor("TFLite_Detection_PostProcess:3", fb::TensorType::FLOAT32, {1});
   flexbuffers::Builder fbb;
   fbb.Map([&] {
     fbb.Int("max_detections", kMaxDetections);
-    fbb.Int("max_classes_per_detection", 1);
+    fbb.Int("max_classes_per_detection", classes_per_detection);
     fbb.Int("detections_per_class", 100);
     fbb.Bool("use_regular_nms", regular);
     fbb.Float("nms_score_threshold", static_cast<float>(kScoreThreshold));
@@ -420,10 +440,13 @@ int main(int argc, char** argv) {
     SsdNet net(20261126u);
     net.calibrate(images);
     const auto anchors = ssd_anchors({12, 6}, {0.2, 0.45});
-    for (auto [variant, name] : {std::pair{Variant::Fast, "ssd_fast.tflite"}, std::pair{Variant::Regular, "ssd_regular.tflite"},
-                                 std::pair{Variant::Heads, "ssd_heads.tflite"},
-                                 std::pair{Variant::PostFast, "ssd_postprocess_fast.tflite"},
-                                 std::pair{Variant::PostRegular, "ssd_postprocess_regular.tflite"}}) {
+    for (auto [variant, name] :
+         {std::pair{Variant::Fast, "ssd_fast.tflite"},
+          std::pair{Variant::Regular, "ssd_regular.tflite"},
+          std::pair{Variant::FastMulticlass, "ssd_fast_multiclass.tflite"},
+          std::pair{Variant::Heads, "ssd_heads.tflite"},
+          std::pair{Variant::PostFast, "ssd_postprocess_fast.tflite"},
+          std::pair{Variant::PostRegular, "ssd_postprocess_regular.tflite"}}) {
       const std::string bytes = write_model(net, anchors, variant);
       std::ofstream(dir / name, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       if (!fs::exists(dir / name) || fs::file_size(dir / name) != bytes.size()) {
@@ -435,8 +458,12 @@ int main(int argc, char** argv) {
       std::copy(images[static_cast<std::size_t>(i)].begin(), images[static_cast<std::size_t>(i)].end(), t.as<std::uint8_t>().begin());
       runtime::write_npy(dir / fmt::format("input_{}.npy", i), t);
     }
-    std::printf("make-tflite-ssd: wrote ssd_{fast,regular,heads,postprocess_fast,postprocess_regular}.tflite and %d "
-                "inputs to %s\n", kInputs, dir.string().c_str());
+    std::printf(
+        "make-tflite-ssd: wrote "
+        "ssd_{fast,regular,fast_multiclass,heads,postprocess_fast,postprocess_regular}.tflite and "
+        "%d "
+        "inputs to %s\n",
+        kInputs, dir.string().c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make-tflite-ssd: %s\n", e.what());

@@ -49,13 +49,19 @@ F fn(void* lib, const char* name) {
 struct RefResolver {
   alignas(64) unsigned char storage[1 << 16];
   const TfLiteRegistration* (*find)(const void*, int, int) = nullptr;
+  const TfLiteRegistration* (*find_custom)(const void*, const char*, int) = nullptr;
 };
 
 const TfLiteRegistration* find_builtin(void* user, int op, int version) {
   auto* r = static_cast<RefResolver*>(user);
   return r->find(r->storage, op, version);
 }
-const TfLiteRegistration* find_custom(void*, const char*, int) { return nullptr; }
+// Custom operators come from the same resolver: BuiltinRefOpResolver registers
+// TFLite_Detection_PostProcess (SSD's box decoding and NMS) and the audio custom operators.
+const TfLiteRegistration* find_custom(void* user, const char* op, int version) {
+  auto* r = static_cast<RefResolver*>(user);
+  return r->find_custom(r->storage, op, version);
+}
 
 std::string read_file(const char* path) {
   std::ifstream f(path, std::ios::binary);
@@ -100,6 +106,8 @@ int main(int argc, char** argv) {
   fn<void (*)(void*)>(lib, "_ZN6tflite3ops7builtin20BuiltinRefOpResolverC1Ev")(resolver->storage);
   resolver->find = fn<const TfLiteRegistration* (*)(const void*, int, int)>(
       lib, "_ZNK6tflite3ops7builtin20BuiltinRefOpResolver6FindOpENS_15BuiltinOperatorEi");
+  resolver->find_custom = fn<const TfLiteRegistration* (*)(const void*, const char*, int)>(
+      lib, "_ZNK6tflite3ops7builtin20BuiltinRefOpResolver6FindOpEPKci");
 
   TfLiteModel* model = model_create(argv[2]);
   if (!model) die(std::string("cannot load model ") + argv[2]);
