@@ -1,5 +1,6 @@
 // SSD-MobileNet v1 (models/ssd_mobilenet_v1.py, QOperator and QDQ forms) on this runtime against
-// ONNX Runtime 1.30 (onnxruntime-node, run by ort_run.js) on three seeded inputs (issue 15):
+// ONNX Runtime 1.30 (onnxruntime-node, run by ort_run.js) on three seeded inputs and a photograph
+// (issue 15; tests/models/make_detector_inputs.py):
 // - the whole network is one NPU program (backbone, heads, Transpose/Reshape, Concat) with
 //   only the input Quantize and the output Dequantize steps on the host;
 // - raw outputs within 2 steps of each output's quantization;
@@ -14,6 +15,7 @@
 #include "furiosa/postprocess/ssd.h"
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
+#include "furiosa/runtime/tensor_file.h"
 #include "ort_reference.h"
 #include "test_support.h"
 
@@ -22,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kInputs = 3;
+constexpr int kInputs = 4;  // three seeded, the photograph last
 
 // Uniform [-1, 1) floats (the model's input range) from a seeded generator.
 Tensor seeded_image(unsigned seed) { return test::seeded_uniform({1, 3, 300, 300}, -1.0f, 1.0f, seed); }
@@ -55,7 +57,9 @@ void compare_with_ort(const std::string& file, const char* device) {
   CHECK(runner->partition_report().count("fallback") == 0);
 
   std::vector<Tensor> inputs;
-  for (int i = 0; i < kInputs; ++i) inputs.push_back(seeded_image(20261125u + static_cast<unsigned>(i)));
+  for (int i = 0; i < kInputs - 1; ++i)
+    inputs.push_back(seeded_image(20261125u + static_cast<unsigned>(i)));
+  inputs.push_back(runtime::read_npy(fs::path(FURIOSA_GENERATED_MODELS_DIR) / "photo_ssd_300.npy"));
   const auto ort = test::run_ort(model, "image", inputs, fs::path(FURIOSA_TEST_WORK_DIR) / fs::path(file).stem());
 
   const auto& names = runner->model().outputs;

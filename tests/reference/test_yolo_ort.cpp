@@ -1,5 +1,5 @@
 // YOLOv8n (models/yolov8n.py, QOperator and QDQ forms) on this runtime against ONNX Runtime 1.30
-// on three seeded inputs (issue 15):
+// on three seeded inputs and a photograph (issue 15; tests/models/make_detector_inputs.py):
 // - the network up to the head is one NPU program (SiLU as 256-entry tables, C2f's Split and
 //   QLinearConcat, SPPF's MaxPools, the neck's nearest Resize); the float decode (DFL Softmax and
 //   Conv, dist2bbox, Sigmoid) runs on the host after the output Dequantize;
@@ -15,6 +15,7 @@
 #include "furiosa/postprocess/yolo.h"
 #include "furiosa/compiler/compiler.h"
 #include "furiosa/runtime/runner.h"
+#include "furiosa/runtime/tensor_file.h"
 #include "ort_reference.h"
 #include "test_support.h"
 
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kInputs = 3;
+constexpr int kInputs = 4;  // three seeded, the photograph last
 constexpr std::size_t kClasses = 80;
 
 // Uniform [0, 1) floats (pixel / 255, the model's input range) from a seeded generator.
@@ -58,7 +59,10 @@ void compare_with_ort(const std::string& file, const char* device) {
                                            {compiler::CpuOpKind::External, 16}});
 
   std::vector<Tensor> inputs;
-  for (int i = 0; i < kInputs; ++i) inputs.push_back(seeded_image(20261126u + static_cast<unsigned>(i)));
+  for (int i = 0; i < kInputs - 1; ++i)
+    inputs.push_back(seeded_image(20261126u + static_cast<unsigned>(i)));
+  inputs.push_back(
+      runtime::read_npy(fs::path(FURIOSA_GENERATED_MODELS_DIR) / "photo_yolo_640.npy"));
   const auto ort = test::run_ort(model, "images", inputs, fs::path(FURIOSA_TEST_WORK_DIR) / fs::path(file).stem());
 
   const auto& names = runner->model().outputs;
