@@ -34,8 +34,9 @@ std::vector<float> read_raw(const fs::path& p, std::size_t count) {
 
 }  // namespace
 
-std::vector<OrtOutputs> run_ort(const fs::path& model, const std::string& input_name, const std::vector<Tensor>& inputs,
-                                const fs::path& work) {
+std::vector<OrtOutputs> run_ort(const fs::path& model, const std::string& input_name,
+                                const std::vector<Tensor>& inputs, const fs::path& work,
+                                OrtOptimization level) {
   const fs::path node = FURIOSA_NODE_EXECUTABLE;
   const fs::path modules = fs::path(FURIOSA_ORT_NODE_DIR) / "node_modules" / "onnxruntime-node";
   if (node.empty() || !fs::exists(node)) {
@@ -49,6 +50,7 @@ std::vector<OrtOutputs> run_ort(const fs::path& model, const std::string& input_
   }
   fs::create_directories(work);
   nlohmann::json job;
+  job["graph_optimization_level"] = level == OrtOptimization::All ? "all" : "disabled";
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const fs::path in = work / fmt::format("input_{}.bin", i);
     write_raw(in, inputs[i]);

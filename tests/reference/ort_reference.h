@@ -18,11 +18,18 @@ namespace furiosa::test {
 /// Outputs of one ORT run, by output name, as float32 values (row-major).
 using OrtOutputs = std::map<std::string, std::vector<float>>;
 
-/// Runs `model` under ONNX Runtime (CPU, one thread, all graph optimizations) once per tensor of
-/// `inputs`, each fed as the float32 input `input_name`; files go to `work`. Fails the test
-/// (REQUIRE) when node, the package or a run fails, or when ORT is not version 1.30.0.
+/// ONNX Runtime's graph optimization level for run_ort: All (its default: QDQ groups fused into
+/// integer kernels) or Disabled (the graph as written: QDQ's literal DequantizeLinear -> float
+/// op -> QuantizeLinear).
+enum class OrtOptimization { All, Disabled };
+
+/// Runs `model` under ONNX Runtime (CPU, one thread, `level`) once per tensor of `inputs`, each
+/// fed as the float32 input `input_name`; files go to `work`. Fails the test (REQUIRE) when node,
+/// the package or a run fails, or when ORT is not version 1.30.0.
 std::vector<OrtOutputs> run_ort(const std::filesystem::path& model, const std::string& input_name,
-                                const std::vector<Tensor>& inputs, const std::filesystem::path& work);
+                                const std::vector<Tensor>& inputs,
+                                const std::filesystem::path& work,
+                                OrtOptimization level = OrtOptimization::All);
 
 /// The scale of the per-tensor Dequantize step that writes model output `name`: one output step.
 /// Fails the test when no such step exists.

@@ -4,7 +4,8 @@
 //
 // Usage: node ort_run.js MODEL.onnx JOB.json
 // JOB.json: {"runs": [{"inputs": {"<name>": {"file": "<path>", "dims": [..]}, ...},
-//                      "output_dir": "<dir>"}, ...]}
+//                      "output_dir": "<dir>"}, ...],
+//            "graph_optimization_level": "all" (default) | "disabled"}
 // Input files hold float32 little-endian values, row-major. For each run the script writes
 // <output_dir>/<output name>.bin (float32 little-endian, row-major) and <output_dir>/outputs.json
 // ({"ort": version, "outputs": {"<name>": {"file", "dims"}}}). Exits 1 with a message naming the
@@ -25,7 +26,8 @@ async function main() {
     executionProviders: ['cpu'],
     intraOpNumThreads: 1,
     interOpNumThreads: 1,
-    graphOptimizationLevel: 'all',
+    // 'all' (the default) or 'disabled': the graph as written, e.g. QDQ's literal float semantics.
+    graphOptimizationLevel: job.graph_optimization_level || 'all',
   });
   const version = require('onnxruntime-node/package.json').version;
   for (const run of job.runs) {

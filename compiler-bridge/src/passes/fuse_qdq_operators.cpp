@@ -104,7 +104,15 @@ void run(PassContext& ctx) {
       dqs.push_back(dq_producer(ctx, op.inputs[k], dead));
     if (dqs.size() != data_inputs || std::count(dqs.begin(), dqs.end(), -1)) continue;
     const Node& dx = g.nodes[static_cast<std::size_t>(dqs[0])];
-    if (!ctx.qdq_params(dx) || ctx.value(dx.inputs[0]).constant) continue;  // activation: per-tensor, run time
+    if (!ctx.qdq_params(dx)) continue;  // per-tensor
+    // The data input is an activation (run time); a binary op may take a quantized constant on
+    // either side (ONNX Runtime's QDQ selectors do not ask which one is constant, e.g. YOLO's
+    // Add(anchor_points, rb) in a quantized decode head).
+    const bool x_constant = ctx.value(dx.inputs[0]).constant.has_value();
+    if (x_constant &&
+        (!binary ||
+         ctx.value(g.nodes[static_cast<std::size_t>(dqs[1])].inputs[0]).constant.has_value()))
+      continue;
     const int yzp = q.inputs.size() > 2 && q.inputs[2] >= 0 ? q.inputs[2] : ctx.zero_point_value(DType::UInt8);
     Node fused;
     fused.name = op.name;
