@@ -5,9 +5,10 @@
 // written: DequantizeLinear, the float op, QuantizeLinear). Issue 33's measure for a QDQ model:
 // no output element farther from ORT's optimized run than ORT's unoptimized run is, and the same
 // detections after Ultralytics' NMS (class equal, IoU >= 0.9, score within one output step).
-// Where ORT's optimized run differs from its unoptimized one, it is a kernel whose float
-// arithmetic differs from the literal graph's (QLinearSoftmax: a lookup table and vectorized sums;
-// docs/operators.md); the test prints how many elements each pair of runs differs in.
+// Where ORT's optimized run differs from its unoptimized one, it is a kernel whose arithmetic
+// differs from the literal graph's (QLinearSoftmax's lookup table, QLinearAdd's MLAS formula;
+// docs/operators.md); the runtime computes those too, so it must equal the optimized run on every
+// element. The test prints how many elements each pair of runs differs in.
 // node and onnxruntime-node are required (ort_reference.h).
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
@@ -64,6 +65,12 @@ Spread spread(const std::vector<float>& a, const std::vector<float>& b, float bo
     s.worst_steps = std::max(s.worst_steps, std::abs(static_cast<double>(a[k]) - b[k]) / step);
   }
   return s;
+}
+
+std::size_t ours_all_differing(const std::vector<float>& ours, const std::vector<float>& all) {
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < ours.size(); ++k) n += ours[k] != all[k] ? 1 : 0;
+  return n;
 }
 
 postprocess::YoloDetectOptions detect_options() {
@@ -131,6 +138,9 @@ TEST_CASE(
       if (ours[k] != a[k] && std::abs(ours[k] - a[k]) > std::abs(d[k] - a[k])) ++farther;
     }
     CHECK(farther == 0);
+    // And where ORT fuses, the runtime computes what ORT's kernels compute (QLinearAdd's MLAS
+    // formula, QLinearSoftmax's table): equal to the optimized run everywhere.
+    CHECK(ours_all_differing(ours, a) == 0);
     const Spread ours_all = spread(ours, a, box_step, score_step),
                  ours_off = spread(ours, d, box_step, score_step),
                  all_off = spread(a, d, box_step, score_step);

@@ -1,8 +1,9 @@
 // fuse_qdq_operators: the QDQ encoding DequantizeLinear inputs -> Conv / MatMul / Add / Mul / Sub /
-// GlobalAveragePool -> QuantizeLinear becomes the QOperator node with the same parameters
-// (QLinearConv, QLinearMatMul, QLinearAdd, QLinearMul, furiosa::QLinearSub,
-// QLinearGlobalAveragePool), as ONNX Runtime's QDQ transformer does. Groups that do not fit stay
-// float and run as host operators.
+// GlobalAveragePool / Softmax -> QuantizeLinear becomes the QOperator node with the same
+// parameters (QLinearConv, QLinearMatMul, QLinearAdd, QLinearMul, furiosa::QLinearSub,
+// QLinearGlobalAveragePool, furiosa::QLinearSoftmax), as ONNX Runtime's QDQ transformer does;
+// com.microsoft QLinearSoftmax of QOperator models becomes furiosa::QLinearSoftmax. Groups that
+// do not fit stay float and run as host operators.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -83,15 +84,69 @@ std::set<int> s8_to_u8_pairs(const PassContext& ctx) {
   return out;
 }
 
+// DequantizeLinear (8-bit activation, per tensor) -> Softmax -> QuantizeLinear of the same type
+// becomes furiosa::QLinearSoftmax, as ONNX Runtime fuses it (its unary QDQ selector and
+// QLinearSoftmax): its lookup table and summation round differently from the float Softmax. An
+// int8 group runs as ORT runs it: uint8 when both of its pairs moved (s8_to_u8_pairs), int8 when
+// neither did, and literally (not fused) when one did.
+void fuse_softmax(PassContext& ctx, std::size_t i, const std::set<int>& to_u8, std::int64_t opset,
+                  std::vector<bool>& dead) {
+  Graph& g = ctx.graph;
+  const Node op = g.nodes[i];
+  const auto cons = g.consumers(op.outputs[0]);
+  if (op.inputs.empty() || cons.size() != 1 || ctx.is_graph_output(op.outputs[0])) return;
+  const Node& q = g.nodes[static_cast<std::size_t>(cons[0])];
+  if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !ctx.qdq_params(q)) return;
+  // The TFLite importer's SOFTMAX (a QuantizeLinear rounding half away from zero) is TFLite's
+  // float kernel, not ORT's QLinearSoftmax.
+  if (q.attributes.count("rounding") != 0) return;
+  const int dqi = dq_producer(ctx, op.inputs[0], dead);
+  if (dqi < 0) return;
+  const Node& dx = g.nodes[static_cast<std::size_t>(dqi)];
+  if (!ctx.qdq_params(dx) || ctx.value(dx.inputs[0]).constant.has_value()) return;
+  const DType xt = ctx.value(dx.inputs[0]).dtype, yt = ctx.value(q.outputs[0]).dtype;
+  if (xt != yt || (xt != DType::UInt8 && xt != DType::Int8)) return;
+  const auto x = dq_operands(ctx, dx);
+  const int moved = static_cast<int>(to_u8.count(x[0]) + to_u8.count(q.outputs[0]));
+  if (xt == DType::Int8 && moved == 1) return;  // ORT: types differ after the move, float32
+  Node fused;
+  fused.name = op.name;
+  fused.index = op.index;
+  fused.op_type = "QLinearSoftmax";
+  fused.domain = "furiosa";
+  fused.outputs = {q.outputs[0]};
+  const int yzp = q.inputs.size() > 2 && q.inputs[2] >= 0 ? q.inputs[2] : ctx.zero_point_value(yt);
+  fused.inputs = {x[0], x[1], x[2], q.inputs[1], yzp};
+  const auto axis = op.attributes.find("axis");
+  fused.attributes["axis"] =
+      axis != op.attributes.end() ? axis->second : Attribute{std::int64_t{opset < 13 ? 1 : -1}};
+  fused.attributes["opset"] = opset;
+  if (xt == DType::Int8 && moved == 2) fused.attributes[std::string(kQdqS8ToU8)] = std::int64_t{1};
+  g.nodes[i] = std::move(fused);
+  dead[static_cast<std::size_t>(cons[0])] = true;
+  ctx.note_entry(q, "folded", g.nodes[i].op_type,
+                 "QDQ group fused into " + g.nodes[i].qualified_op());
+}
+
 void run(PassContext& ctx) {
   Graph& g = ctx.graph;
   const std::set<int> to_u8 = s8_to_u8_pairs(ctx);
   std::vector<bool> dead(g.nodes.size(), false);
   const std::size_t count = g.nodes.size();
+  const auto opset = g.opsets.count("") ? g.opsets.at("") : std::int64_t{13};
   for (std::size_t i = 0; i < count; ++i) {
     const Node op = g.nodes[i];
+    if (op.domain == "com.microsoft" && op.op_type == "QLinearSoftmax") {
+      // QOperator models: the host library's furiosa::QLinearSoftmax is ORT's kernel.
+      g.nodes[i].domain = "furiosa";
+      continue;
+    }
     if (!op.domain.empty() || op.outputs.size() != 1) continue;
     const std::string t = op.op_type;
+    if (t == "Softmax") {
+      fuse_softmax(ctx, i, to_u8, opset, dead);
+      continue;
+    }
     if (t != "Conv" && t != "MatMul" && t != "Add" && t != "Mul" && t != "Sub" && t != "GlobalAveragePool") continue;
     const auto cons = g.consumers(op.outputs[0]);
     if (cons.size() != 1 || ctx.is_graph_output(op.outputs[0])) continue;

@@ -135,8 +135,8 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    round_prefer_floor, round_prefer_ceil, floor, ceil), 'linear' or 'cubic' (float32; N-D:
 ///    every resized dim interpolates, so 2-D on [N, C, H, W] is bilinear / bicubic; cubic with
 ///    cubic_coeff_a (default -0.75) and exclude_outside, edge values for taps outside; weights in
-///    double, as the ONNX reference); every coordinate_transformation_mode (half_pixel, pytorch_half_pixel,
-///    align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize with
+///    double, as the ONNX reference); every coordinate_transformation_mode (half_pixel,
+///    pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize with
 ///    extrapolation_value, half_pixel_symmetric); 'axes' and keep_aspect_ratio_policy (opset 18).
 ///    Output dims are floor(input * scale) with scales, else sizes. Lengths in the coordinate
 ///    formulas are the integer output dims, as ONNX Runtime (the ONNX reference uses input *
@@ -208,7 +208,18 @@ std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tenso
 ///    dim of 1).
 ///
 /// Besides these ONNX operators, run_cpu_op runs operators of the "furiosa" domain that the
-/// TFLite importer emits (not listed here, since they are no ONNX operators):
+/// importers and passes emit (not listed here, since they are no ONNX operators):
+///  - furiosa::QLinearSoftmax (uint8/int8 X, float32 x_scale, x_zero_point, float32 y_scale,
+///    y_zero_point, scalars -> X's dtype and shape): com.microsoft QLinearSoftmax as ONNX Runtime
+///    1.30 computes it (contrib_ops/cpu/quantization/qlinear_softmax.cc): attributes axis
+///    (default -1) and opset (13 and later: along axis; before: over the dims from axis on); a
+///    float32 table of exp((x - max) * x_scale) scaled by FLT_MAX / (e^5 D), the float32 sum in
+///    order, q = nearbyint(e * floor(1 / y_scale) / sum) + y_zero_point, uint8 saturating above
+///    255, int8 keeping q's low byte (128 becomes -128; above 255, -1), as the kernel casts.
+///    Attribute furiosa_qdq_s8_to_u8 runs an int8 tensor as ORT runs a QDQ group it moved to
+///    uint8 (codes and zero points + 128). The compiler emits it for com.microsoft
+///    QLinearSoftmax and for DequantizeLinear -> Softmax -> QuantizeLinear groups that ORT fuses
+///    (fuse_qdq_operators).
 ///  - furiosa::QuantizedAveragePool (uint8/int8 X [N, C, H, W] -> same dtype): attributes
 ///    kernel_shape, strides, pads (ONNX order), output_min, output_max. Each output is the sum of
 ///    the raw stored values over the window's in-bounds taps divided by their count, rounded half
