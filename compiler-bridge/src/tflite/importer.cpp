@@ -163,7 +163,7 @@ constexpr std::array<BuiltinRow, 54> kSupported = {{
     {kSquaredDifference, "", "float32, int8"},
     {kRsqrt, "int8", kF32},
     {kSqrt, "", kF32},
-    {kDiv, "", "float32, uint8"},
+    {kDiv, "", "float32, uint8, int32"},
     {kSlice, k8, kOther},
     {kPadV2, k8, kF32},
     {kMirrorPad, "", kAny},

@@ -293,8 +293,11 @@ class Importer {
   /// clamp), SQUARED_DIFFERENCE and PRELU -> furiosa::TFLiteFloat (reference/{add,sub,mul,div,
   /// prelu}.h, kernels/squared_difference.cc; host).
   void float_binary(const fb::Operator& op, const std::string& kind);
-  /// The int32 forms of ADD, SUB, MUL (`kind` "add", "sub", "mul"; reference/{add,sub,mul}.h, with
-  /// CalculateActivationRange<int32_t>) -> Add / Sub / Mul (+ Clip), folded on constants.
+  /// The int32 forms of ADD, SUB, MUL, DIV (`kind` "add", "sub", "mul", "div";
+  /// reference/{add,sub,mul,div}.h, with CalculateActivationRange<int32_t>) -> Add / Sub / Mul /
+  /// Div (+ Clip), folded on constants. DIV truncates toward zero (C++ `/`); a divisor known at
+  /// import holding a 0 is refused (Error IncompatibleModel naming the operator and the tensor), as
+  /// kernels/div.cc fails the invocation on it; INT32_MIN / -1 gives INT32_MIN (the host Div).
   void int_binary(const fb::Operator& op, const std::string& kind);
   /// SQRT (float32, kernels/elementwise.cc) -> Sqrt (host).
   void sqrt_op(const fb::Operator& op);
