@@ -6,7 +6,8 @@
 // Also: a SHAPE -> STRIDED_SLICE -> DIV -> PACK chain giving RESIZE_BILINEAR's size, evaluated at
 // import; a constant zero divisor refused at import naming the operator and the tensor; a zero
 // divisor met at run time failing the run naming the node; INT32_MIN / -1 giving INT32_MIN
-// (undefined in C++, a SIGFPE in TFLite on x86-64; the importer's documented choice).
+// (undefined in C++, a SIGFPE in TFLite on x86-64; the importer's documented choice); and the
+// importer's operator table refusing, for every row, an operand type in neither of its lists.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -274,4 +275,72 @@ TEST_CASE(
     for (const char* op : {"SHAPE#", "STRIDED_SLICE#", "DIV#", "PACK#"})
       CHECK_THAT(line, !Catch::Contains(op));
   }
+}
+
+namespace {
+
+/// The builtin code named `name` (tflite_builtin_name), or -1.
+int builtin_code(const std::string& name) {
+  for (int code = 0; code < 146; ++code) {
+    if (compiler::tflite_builtin_name(code) == name) return code;
+  }
+  return -1;
+}
+
+/// A TensorType whose IR type is `d`, and its name in the table's lists.
+struct TypeChoice {
+  fb::TensorType type;
+  const char* name;
+};
+const std::vector<TypeChoice> kTypes = {
+    {fb::TensorType::FLOAT32, "float32"}, {fb::TensorType::UINT8, "uint8"},
+    {fb::TensorType::INT8, "int8"},       {fb::TensorType::INT32, "int32"},
+    {fb::TensorType::INT64, "int64"},     {fb::TensorType::INT16, "int16"}};
+
+/// Whether `name` is one of the comma-separated types at the start of `cell` (before a note).
+bool listed(const std::string& cell, const std::string& name) {
+  std::size_t pos = 0;
+  while (pos < cell.size()) {
+    const std::size_t end = cell.find_first_of(", ", pos);
+    const std::string word =
+        cell.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (word == name) return true;
+    if (end == std::string::npos || cell[end] != ',') return false;
+    pos = end + 2;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("TFLite: every operator table row refuses an operand type in neither of its lists",
+          "[tflite_peer][errors]") {
+  std::size_t checked = 0;
+  for (const auto& row : compiler::tflite_operator_table()) {
+    if (row.operand < 0) continue;  // SHAPE: no type is checked
+    const int code = builtin_code(row.name);
+    if (code < 0) continue;  // the custom operator
+    for (const auto& t : kTypes) {
+      if (listed(row.npu, t.name) || listed(row.host, t.name)) continue;
+      INFO(row.name << " on " << t.name);
+      // Every input of that type, one output: the table's check comes before the mapping's.
+      TfliteWriter w;
+      const test::QSpec q{{0.5f}, {0}};
+      std::vector<std::int32_t> in;
+      for (int k = 0; k <= row.operand; ++k) {
+        in.push_back(w.tensor(k == row.operand ? "odd\x1btype" : fmt::format("in{}", k), t.type,
+                              {1, 2, 2, 1}, &q));
+      }
+      const int y = w.tensor("y", t.type, {1, 2, 2, 1}, &q);
+      w.op(code, in, {y});
+      // (No graph inputs: the import reads the inputs' types before any operator otherwise.)
+      const std::string msg = import_error(
+          fmt::format("table_refuses_{}_{}.tflite", row.name, t.name), w.finish({}, {y}));
+      CHECK_THAT(msg, Catch::Contains(fmt::format("operator 0 ({})", row.name)) &&
+                          Catch::Contains(fmt::format("input {} 'odd\\x1btype' is {}; {} takes ",
+                                                      row.operand, t.name, row.name)));
+      ++checked;
+    }
+  }
+  CHECK(checked > 100);
 }

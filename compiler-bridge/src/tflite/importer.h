@@ -118,6 +118,11 @@ class Importer {
   int builtin_code(const fb::Operator& op) const;
   /// Refuses every operator outside the supported set, all listed in one error.
   void check_operators() const;
+  /// Refuses the operator being mapped (code_, op_name_) when the type of the input its row of
+  /// the operator table names (importer.cpp kSupported, the source of docs/operators.md's index)
+  /// is in neither of the row's type sets: Error(UnsupportedOperator) naming where(), the input's
+  /// index and escaped name, and its type. An absent input is left to the mapping's arity check.
+  void check_operand_type(const fb::Operator& op) const;
   /// Maps one operator by its code (code_, op_name_).
   void map_operator(const fb::Operator& op);
 
