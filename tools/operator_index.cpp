@@ -88,10 +88,12 @@ std::string index_markdown() {
   md += ".\n\n";
   md +=
       "TFLite operators (the importer's table), with the tensor types each one's mapping runs "
-      "with on the NPU and on the host:\n\n";
-  md += "| TFLite operator | NPU | host |\n|---|---|---|\n";
+      "with on the NPU and on the host, as types of the input the last column names; the importer "
+      "refuses an operator whose input has a type in neither list, by the same table:\n\n";
+  md += "| TFLite operator | NPU | host | types of |\n|---|---|---|---|\n";
   for (const auto& row : compiler::tflite_operator_table()) {
-    md += fmt::format("| {} | {} | {} |\n", cell(row.name), cell(row.npu), cell(row.host));
+    md += fmt::format("| {} | {} | {} | {} |\n", cell(row.name), cell(row.npu), cell(row.host),
+                      row.operand < 0 ? std::string("-") : fmt::format("input {}", row.operand));
   }
   md += std::string(kEnd) + "\n";
   return md;

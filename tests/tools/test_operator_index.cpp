@@ -56,11 +56,11 @@ TEST_CASE("furiosa-operator-index writes, checks and regenerates the operator in
   CHECK(ok.exit_code == 0);
 
   // Every TFLite operator the importer maps has a row (TRANSPOSE_CONV: NPU for 8-bit, host for
-  // float32), and so has every row of the compiler's NPU table.
+  // float32, the types of its input 2), and so has every row of the compiler's NPU table.
   for (const auto& name : compiler::tflite_supported_operators()) {
     CHECK_THAT(printed.out, Catch::Contains(fmt::format("| {} |", name)));
   }
-  CHECK_THAT(printed.out, Catch::Contains("| TRANSPOSE_CONV | uint8, int8 | float32 |"));
+  CHECK_THAT(printed.out, Catch::Contains("| TRANSPOSE_CONV | uint8, int8 | float32 | input 2 |"));
   for (const auto& row : compiler::npu_operator_table()) {
     CHECK_THAT(printed.out, Catch::Contains(fmt::format("| {} |", row.op)));
   }
@@ -68,8 +68,8 @@ TEST_CASE("furiosa-operator-index writes, checks and regenerates the operator in
   // A drifted row: --check names its line; --write restores the section and keeps the prose
   // after it too.
   std::string drifted = written;
-  const std::string row = "| TRANSPOSE_CONV | uint8, int8 | float32 |";
-  drifted.replace(drifted.find(row), row.size(), "| TRANSPOSE_CONV | uint8 | float32 |");
+  const std::string row = "| TRANSPOSE_CONV | uint8, int8 | float32 | input 2 |";
+  drifted.replace(drifted.find(row), row.size(), "| TRANSPOSE_CONV | uint8 | float32 | input 2 |");
   spit(doc, drifted + "\nMore prose.\n");
   const auto bad = index_tool(fmt::format("--check '{}'", doc.string()), err);
   CHECK(bad.exit_code == 1);
@@ -81,7 +81,7 @@ TEST_CASE("furiosa-operator-index writes, checks and regenerates the operator in
                  '\n') +
       1);
   CHECK_THAT(msg, Catch::Contains(fmt::format("line {} differs", line)) &&
-                      Catch::Contains("'| TRANSPOSE_CONV | uint8 | float32 |'"));
+                      Catch::Contains("'| TRANSPOSE_CONV | uint8 | float32 | input 2 |'"));
   REQUIRE(index_tool(fmt::format("--write '{}'", doc.string()), err).exit_code == 0);
   CHECK(slurp(doc) == written + "\nMore prose.\n");
 }

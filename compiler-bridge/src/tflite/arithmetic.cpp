@@ -29,9 +29,16 @@
 //  - float32 ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE, PRELU, LEAKY_RELU, HARD_SWISH: the reference
 //    kernels' float expressions (reference/{add,sub,mul,div,prelu,leaky_relu,hard_swish}.h) ->
 //    furiosa::TFLiteFloat (host), whose LeakyRelu and HardSwish keep TFLite's signed zeros where
-//    ONNX's LeakyRelu and HardSwish differ; int32 ADD, SUB, MUL (shape arithmetic: SHAPE ->
-//    STRIDED_SLICE -> MUL -> TILE multiples) -> Add / Sub / Mul (+ Clip for a fused activation),
-//    which fold_constants evaluates at compile time when the operands are constants; SQRT (float32 only, as TFLite) -> Sqrt (host);
+//    ONNX's LeakyRelu and HardSwish differ; int32 ADD, SUB, MUL, DIV (shape arithmetic: SHAPE ->
+//    STRIDED_SLICE -> MUL / DIV -> TILE multiples) -> Add / Sub / Mul / Div (+ Clip for a fused
+//    activation, CalculateActivationRange<int32_t>), which fold_constants evaluates at compile
+//    time when the operands are constants; SQRT (float32 only, as TFLite) -> Sqrt (host);
+//  - int32 DIV (kernels/div.cc, reference_ops::Div / BroadcastDivSlow): C++ integer division,
+//    truncated toward zero, then the fused activation's clamp. TFLite fails the invocation on a
+//    zero divisor (TF_LITE_CHECK_DIV_NON_ZERO): a constant zero divisor is refused at import, one
+//    met at run time fails the run naming the node (the host Div kernel). INT32_MIN / -1, undefined
+//    in C++ (it traps with SIGFPE in TFLite on x86-64), gives INT32_MIN here (two's-complement
+//    wraparound, as numpy and the host Div kernel define it);
 //  - EXP (kernels/exp.cc, LUTPopulate; int8 and float32 only, as TFLite): exp of the dequantized
 //  value in float32, times
 //    1 / out_scale, rounded half away from zero, + out_zp, as a 256-entry table (NPU).
@@ -40,6 +47,7 @@
 // on the host.
 #include <fmt/format.h>
 
+#include "furiosa/core/text.h"
 #include "furiosa/device/isa.h"
 #include "importer.h"
 
@@ -183,6 +191,21 @@ void Importer::int_binary(const fb::Operator& op, const std::string& kind) {
   if (const auto* o = op.builtin_options_as_AddOptions()) act = o->fused_activation_function();
   if (const auto* o = op.builtin_options_as_SubOptions()) act = o->fused_activation_function();
   if (const auto* o = op.builtin_options_as_MulOptions()) act = o->fused_activation_function();
+  if (const auto* o = op.builtin_options_as_DivOptions()) act = o->fused_activation_function();
+  if (kind == "div" && is_constant(b)) {
+    // kernels/div.cc Eval fails the invocation on any zero element of an int32 divisor
+    // (TF_LITE_CHECK_DIV_NON_ZERO); a constant one is refused here.
+    const Tensor divisor = constant_tensor(b);
+    const auto v = divisor.as<std::int32_t>();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == 0) {
+        bad(fmt::format(
+            "divisor '{}' is a constant with 0 at element {}; TFLite's int32 DIV fails on a "
+            "zero divisor",
+            escape_text(info(b).name), i));
+      }
+    }
+  }
   // CalculateActivationRange<int32_t> (kernels/kernel_util.h): RELU6 and RELU_N1_TO_1 clamp to
   // whole numbers.
   std::optional<std::array<std::int32_t, 2>> range;
@@ -193,7 +216,10 @@ void Importer::int_binary(const fb::Operator& op, const std::string& kind) {
     case fb::ActivationFunctionType::RELU_N1_TO_1: range = {{-1, 1}}; break;
     default: float_activation_range(act);  // refuses it
   }
-  const std::string op_type = kind == "add" ? "Add" : kind == "sub" ? "Sub" : "Mul";
+  const std::string op_type = kind == "add"   ? "Add"
+                              : kind == "sub" ? "Sub"
+                              : kind == "mul" ? "Mul"
+                                              : "Div";
   if (!range) {
     add_node(op_type, "", {model_view(a), model_view(b)}, {output_model(y)}, {});
     return;
@@ -226,7 +252,8 @@ void Importer::tflite_binary(const fb::Operator& op, const std::string& kind) {
   int a = -1, b = -1, y = -1;
   binary_operands(op, a, b, y);
   if (dtype(a) == DType::Float32) return float_binary(op, kind);
-  if (dtype(a) == DType::Int32 && (kind == "sub" || kind == "mul")) return int_binary(op, kind);
+  if (dtype(a) == DType::Int32 && (kind == "sub" || kind == "mul" || kind == "div"))
+    return int_binary(op, kind);
   require_quantized({a, b, y});
   const Quant aq = quant(a), bq = quant(b), yq = quant(y);
   fb::ActivationFunctionType act = fb::ActivationFunctionType::NONE;

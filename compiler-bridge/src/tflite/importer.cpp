@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 
 #include "furiosa/compiler/tflite_import.h"
@@ -103,87 +104,141 @@ enum Builtin : int {
   kQuantize = 114,
   kHardSwish = 117,
 };
-// The supported builtins, in the order tflite_supported_operators() lists them, with the tensor
-// types whose instances each mapping places on the NPU and on the host (tflite_operator_table(),
-// docs/operators.md's generated operator index). The NPU takes 8-bit tensors only; data movement
-// of other types runs on the host.
+// The tensor types of the operator table, as bits of a set, in the order the operator index
+// lists them.
+enum TypeBit : unsigned {
+  kF32 = 1u << 0,
+  kU8 = 1u << 1,
+  kI8 = 1u << 2,
+  kI32 = 1u << 3,
+  kI64 = 1u << 4,
+};
+constexpr unsigned k8 = kU8 | kI8;
+constexpr unsigned kOther = kF32 | kI32 | kI64;  // data movement the NPU leaves to the host
+constexpr unsigned kAny = kF32 | k8 | kI32 | kI64;
+constexpr unsigned kAllFloat = kF32 | k8;
+constexpr unsigned kArith = kF32 | k8 | kI32;
+
+// The supported builtins, in the order tflite_supported_operators() lists them: the one source of
+// the tensor types each operator takes. The type of input `operand` must be in npu | host, or
+// check_operand_type() refuses the operator before its mapping runs; tflite_operator_table() (and
+// so docs/operators.md's generated operator index) renders the same sets. `npu`: the types whose
+// instances the mapping places on the NPU (8-bit only); `host`: those it runs on the host (or
+// folds to constants). The mappings may refuse further cases (parameters, other operands' types),
+// each naming why.
 struct BuiltinRow {
   int code;
-  const char* npu;   ///< "" none
-  const char* host;  ///< "" none
+  unsigned npu;
+  unsigned host;
+  int operand = 0;             ///< the input whose type the sets name; -1: none (SHAPE)
+  const char* npu_note = "";   ///< text after the NPU types in the index
+  const char* host_note = "";  ///< text after the host types in the index
 };
-constexpr const char* k8 = "uint8, int8";
-constexpr const char* kOther = "float32, int32, int64";  // data movement the NPU leaves to the host
-constexpr const char* kAny = "float32, uint8, int8, int32, int64";
-constexpr const char* kF32 = "float32";
-constexpr const char* kAllFloat = "float32, uint8, int8";
-constexpr const char* kArith = "float32, uint8, int8, int32";
 // clang-format off
 constexpr std::array<BuiltinRow, 54> kSupported = {{
-    {kAdd, k8, "float32, int32"},
-    {kAveragePool2d, "uint8, int8 (one window over the whole input)", k8},
+    {kAdd, k8, kF32 | kI32},
+    {kAveragePool2d, k8, k8, 0, "(one window over the whole input)"},
     {kConcatenation, k8, kOther},
-    {kConv2d, k8, ""},
-    {kDepthwiseConv2d, k8, ""},
-    {kDequantize, "", "uint8, int8 (to float32)"},
-    {kFullyConnected, k8, ""},
-    {kMaxPool2d, k8, ""},
+    {kConv2d, k8, 0},
+    {kDepthwiseConv2d, k8, 0},
+    {kDequantize, 0, k8, 0, "", "(to float32)"},
+    {kFullyConnected, k8, 0},
+    {kMaxPool2d, k8, 0},
     {kReshape, k8, kOther},
     {kResizeBilinear, k8, kF32},
-    {kSoftmax, "", "float32, uint8, int8 (in float32)"},
+    {kSoftmax, 0, kAllFloat, 0, "", "(in float32)"},
     {kPad, k8, kF32},
-    {kArgMax, "", kAny},
-    {kArgMin, "", kAny},
-    {kResizeNearestNeighbor, "", "float32, uint8, int8"},
-    {kQuantize, "uint8, int8 (to uint8, int8)", "float32 (to uint8, int8)"},
-    {kMean, "", "float32, uint8, int8"},
-    {kShape, "", "none: a constant"},
+    {kArgMax, 0, kAny},
+    {kArgMin, 0, kAny},
+    {kResizeNearestNeighbor, 0, kAllFloat},
+    {kQuantize, k8, kF32, 0, "(to uint8, int8)", "(to uint8, int8)"},
+    {kMean, 0, kAllFloat},
+    {kShape, 0, 0, -1, "", "none: a constant"},
     {kStridedSlice, k8, kOther},
     {kPack, k8, kOther},
-    {kTile, "", kAny},
-    {kGather, "", kAny},
-    {kCast, "", kAny},
-    {kFill, "", kAny},
-    {kRange, "", kOther},
+    {kTile, 0, kAny},
+    {kGather, 0, kAny},
+    {kCast, 0, kAny},
+    {kFill, 0, kAny, 1},
+    {kRange, 0, kOther},
     {kLogistic, k8, kF32},
-    {kSub, "", kArith},
-    {kMul, "", kArith},
-    {kPrelu, "", kAllFloat},
-    {kMinimum, "", kAny},
-    {kMaximum, "", kAny},
+    {kSub, 0, kArith},
+    {kMul, 0, kArith},
+    {kPrelu, 0, kAllFloat},
+    {kMinimum, 0, kAny},
+    {kMaximum, 0, kAny},
     {kLeakyRelu, k8, kF32},
     {kTranspose, k8, kOther},
     {kHardSwish, k8, kF32},
-    {kGatherNd, "", kAny},
-    {kSplit, k8, kOther},
+    {kGatherNd, 0, kAny},
+    {kSplit, k8, kOther, 1},
     {kSplitV, k8, kOther},
     {kDepthToSpace, k8, kOther},
     {kSpaceToDepth, k8, kOther},
-    {kExp, "int8", kF32},
-    {kSquaredDifference, "", "float32, int8"},
-    {kRsqrt, "int8", kF32},
-    {kSqrt, "", kF32},
-    {kDiv, "", "float32, uint8"},
+    {kExp, kI8, kF32},
+    {kSquaredDifference, 0, kF32 | kI8},
+    {kRsqrt, kI8, kF32},
+    {kSqrt, 0, kF32},
+    {kDiv, 0, kF32 | kU8 | kI32},
     {kSlice, k8, kOther},
     {kPadV2, k8, kF32},
-    {kMirrorPad, "", kAny},
+    {kMirrorPad, 0, kAny},
     {kRelu6, k8, kF32},
     {kReluN1To1, k8, kF32},
-    {kSum, "", "uint8"},
-    {kReduceMax, "", "float32, uint8, int8"},
+    {kSum, 0, kU8},
+    {kReduceMax, 0, kAllFloat},
     {kSpaceToBatchNd, k8, kOther},
     {kBatchToSpaceNd, k8, kOther},
-    {kTransposeConv, k8, kF32},
+    {kTransposeConv, k8, kF32, 2},
 }};
 // clang-format on
 
 // Custom operators the importer maps (OperatorCode.custom_code of a CUSTOM operator).
 constexpr const char* kDetectionPostProcess = "TFLite_Detection_PostProcess";
+// Its row: the boxes' type (uint8 and int8 inputs are dequantized).
+constexpr BuiltinRow kDetectionRow = {.code = kCustom,
+                                      .npu = 0,
+                                      .host = kAllFloat,
+                                      .host_note = "(uint8, int8 dequantized to float32)"};
 
-bool is_supported(int code) {
-  return std::any_of(kSupported.begin(), kSupported.end(),
-                     [&](const BuiltinRow& r) { return r.code == code; });
+/// The bit of DType d.
+unsigned type_bit(DType d) {
+  switch (d) {
+    case DType::Float32: return kF32;
+    case DType::UInt8: return kU8;
+    case DType::Int8: return kI8;
+    case DType::Int32: return kI32;
+    case DType::Int64: return kI64;
+  }
+  return 0;
 }
+
+/// The types of a set, "float32, uint8" ("" for none).
+std::string type_list(unsigned set) {
+  std::string out;
+  for (DType d : {DType::Float32, DType::UInt8, DType::Int8, DType::Int32, DType::Int64}) {
+    if (set & type_bit(d)) out += (out.empty() ? "" : ", ") + std::string(dtype_name(d));
+  }
+  return out;
+}
+
+/// A cell of the operator index: the types, then the note ("" when both are empty).
+std::string type_cell(unsigned set, const char* note) {
+  const std::string types = type_list(set);
+  if (!*note) return types;
+  return types.empty() ? std::string(note) : types + " " + note;
+}
+
+/// The row of builtin `code` (the detection row for CUSTOM), or null when unsupported.
+const BuiltinRow* find_row(int code) {
+  if (code == kCustom) return &kDetectionRow;
+  for (const auto& r : kSupported) {
+    if (r.code == code) return &r;
+  }
+  return nullptr;
+}
+
+bool is_supported(int code) { return code != kCustom && find_row(code) != nullptr; }
 
 }  // namespace
 
@@ -206,6 +261,7 @@ Graph Importer::run() {
       code_ = builtin_code(op);
       op_name_ = code_ == kCustom ? custom_code(op) : tflite_builtin_name(code_);
       const std::size_t first_node = g_.nodes.size();
+      check_operand_type(op);
       map_operator(op);
       fold_shape_values(op, first_node);
     }
@@ -280,6 +336,24 @@ void Importer::check_operators() const {
   msg += "; supported TFLite operators:";
   for (const auto& s : tflite_supported_operators()) msg += " " + s;
   throw Error(ErrorCode::UnsupportedOperator, msg, ErrorSubject::of_file(source_));
+}
+
+void Importer::check_operand_type(const fb::Operator& op) const {
+  const BuiltinRow* row = find_row(code_);
+  if (!row || row->operand < 0) return;
+  const auto in = op_inputs(op);
+  const auto k = static_cast<std::size_t>(row->operand);
+  if (k >= in.size() || in[k] < 0) return;  // the mapping's arity check names what is missing
+  const TInfo& ti = info(in[k]);
+  const unsigned accepted = row->npu | row->host;
+  if (ti.dtype && (type_bit(*ti.dtype) & accepted) != 0) return;
+  std::string type = ti.dtype ? std::string(dtype_name(*ti.dtype)) : type_name(ti.type);
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  unsupported(fmt::format(
+      "input {} '{}' is {}; {} takes {} only (its row of the importer's operator table, "
+      "docs/operators.md)",
+      k, escape_text(ti.name), type, op_name_, type_list(accepted)));
 }
 
 void Importer::map_operator(const fb::Operator& op) {
@@ -367,11 +441,16 @@ std::vector<std::string> tflite_supported_operators() {
 }
 
 std::vector<TfliteOperatorInfo> tflite_operator_table() {
+  using detail::tflite::BuiltinRow;
+  using detail::tflite::type_cell;
+  auto info = [](std::string name, const BuiltinRow& row) {
+    return TfliteOperatorInfo{std::move(name), type_cell(row.npu, row.npu_note),
+                              type_cell(row.host, row.host_note), row.operand};
+  };
   std::vector<TfliteOperatorInfo> out;
-  for (const auto& row : kSupported)
-    out.push_back({tflite_builtin_name(row.code), row.npu, row.host});
-  out.push_back({std::string("CUSTOM:") + kDetectionPostProcess, "",
-                 "float32 (uint8, int8 inputs dequantized)"});
+  for (const auto& row : kSupported) out.push_back(info(tflite_builtin_name(row.code), row));
+  out.push_back(
+      info(std::string("CUSTOM:") + kDetectionPostProcess, detail::tflite::kDetectionRow));
   return out;
 }
 

@@ -118,6 +118,11 @@ class Importer {
   int builtin_code(const fb::Operator& op) const;
   /// Refuses every operator outside the supported set, all listed in one error.
   void check_operators() const;
+  /// Refuses the operator being mapped (code_, op_name_) when the type of the input its row of
+  /// the operator table names (importer.cpp kSupported, the source of docs/operators.md's index)
+  /// is in neither of the row's type sets: Error(UnsupportedOperator) naming where(), the input's
+  /// index and escaped name, and its type. An absent input is left to the mapping's arity check.
+  void check_operand_type(const fb::Operator& op) const;
   /// Maps one operator by its code (code_, op_name_).
   void map_operator(const fb::Operator& op);
 
@@ -301,8 +306,11 @@ class Importer {
   /// clamp), SQUARED_DIFFERENCE and PRELU -> furiosa::TFLiteFloat (reference/{add,sub,mul,div,
   /// prelu}.h, kernels/squared_difference.cc; host).
   void float_binary(const fb::Operator& op, const std::string& kind);
-  /// The int32 forms of ADD, SUB, MUL (`kind` "add", "sub", "mul"; reference/{add,sub,mul}.h, with
-  /// CalculateActivationRange<int32_t>) -> Add / Sub / Mul (+ Clip), folded on constants.
+  /// The int32 forms of ADD, SUB, MUL, DIV (`kind` "add", "sub", "mul", "div";
+  /// reference/{add,sub,mul,div}.h, with CalculateActivationRange<int32_t>) -> Add / Sub / Mul /
+  /// Div (+ Clip), folded on constants. DIV truncates toward zero (C++ `/`); a divisor known at
+  /// import holding a 0 is refused (Error IncompatibleModel naming the operator and the tensor), as
+  /// kernels/div.cc fails the invocation on it; INT32_MIN / -1 gives INT32_MIN (the host Div).
   void int_binary(const fb::Operator& op, const std::string& kind);
   /// SQRT (float32, kernels/elementwise.cc) -> Sqrt (host).
   void sqrt_op(const fb::Operator& op);

@@ -1,7 +1,7 @@
 // Shape arithmetic evaluated while importing (importer.h): TFLite models compute operands that
 // must be constants here (RESIZE_* size, TRANSPOSE_CONV output_shape, TILE multiples,
 // STRIDED_SLICE begin/end) from SHAPE of a tensor, whose shapes are all static: SHAPE ->
-// STRIDED_SLICE -> MUL / ADD / SUB -> CONCATENATION / PACK -> CAST. After each operator is
+// STRIDED_SLICE -> MUL / ADD / SUB / DIV -> CONCATENATION / PACK -> CAST. After each operator is
 // mapped, the IR nodes it added are evaluated by the host operator library (host/cpu_ops.h, the
 // same kernels the compiler's fold_constants pass runs) when every input is a constant or a value
 // evaluated so far, and the operator's int32/int64 outputs keep the result (TInfo::value). The

@@ -73,12 +73,16 @@ std::vector<std::string> tflite_supported_operators();
 
 /// A supported TFLite operator and the tensor types with which its mapping runs on the NPU and on
 /// the host, as the importer's table declares them (compiler-bridge/src/tflite/importer.cpp;
-/// docs/operators.md's generated operator index, tools/operator_index.cpp). Types are the
-/// operator's data input's ("uint8, int8"); an empty string means none.
+/// docs/operators.md's generated operator index, tools/operator_index.cpp). Types are those of
+/// input `operand` ("uint8, int8"); an empty string means none. The importer refuses an operator
+/// whose input `operand` has a type in neither list (Error UnsupportedOperator naming the
+/// operator, the tensor and its type), from the same table, so the lists cannot drift from what
+/// the import accepts.
 struct TfliteOperatorInfo {
   std::string name;  ///< as tflite_supported_operators() names it
   std::string npu;   ///< types placed on the NPU
   std::string host;  ///< types run on the host (or folded to constants)
+  int operand = 0;   ///< the input whose types npu and host list; -1: none is checked (SHAPE)
 };
 
 /// tflite_supported_operators() with the types of each (TfliteOperatorInfo), in the same order.
