@@ -24,13 +24,6 @@ using test::TfliteWriter;
 
 namespace {
 
-runtime::RunnerOptions peer_options() {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = "npu0pe0";
-  return o;
-}
-
 fb::TensorType tflite_type(DType d) {
   return d == DType::UInt8 ? fb::TensorType::UINT8 : fb::TensorType::INT8;
 }
@@ -49,7 +42,7 @@ PeerRun run_both(const std::string& name, const std::string& bytes,
                  const std::vector<Tensor>& inputs) {
   const auto path = test::write_peer_model(name + ".tflite", bytes);
   PeerRun r;
-  r.runner = runtime::create_runner(path, peer_options());
+  r.runner = runtime::create_runner(path, test::peer_runner_options());
   r.ours = r.runner->run(inputs);
   r.peer = test::run_tflite_peer(path, inputs, r.ours);
   for (std::size_t i = 0; i < r.ours.size(); ++i)
@@ -485,7 +478,8 @@ TEST_CASE("TFLite peer: refusals of the new operators are one line naming the op
           "[tflite_peer][errors]") {
   auto refused = [](const std::string& bytes, const std::string& name) -> std::string {
     try {
-      (void)runtime::create_runner(test::write_peer_model(name, bytes), peer_options());
+      (void)runtime::create_runner(test::write_peer_model(name, bytes),
+                                   test::peer_runner_options());
     } catch (const Error& e) {
       CHECK(std::string(e.what()).find('\n') == std::string::npos);
       return e.message();

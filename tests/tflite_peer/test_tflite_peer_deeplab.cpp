@@ -29,13 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-runtime::RunnerOptions deeplab_options(const char* device) {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = device;
-  return o;
-}
-
 // The first index of the largest value along the last axis of a uint8 [..., C] tensor (TFLite's
 // ARG_MAX tie rule).
 std::vector<std::int64_t> argmax_last(const Tensor& t) {
@@ -93,7 +86,7 @@ TEST_CASE("TFLite peer: DeepLabV3 label maps and logits equal TensorFlow Lite's 
       test::shared_model("coral/deeplabv3_mnv2_pascal_quant/deeplabv3_mnv2_pascal_quant.tflite");
   const fs::path logits_model = deeplab_file("logits.tflite");
 
-  auto runner = runtime::create_runner(model, deeplab_options("npu0pe0"));
+  auto runner = runtime::create_runner(model, test::peer_runner_options("npu0pe0"));
   REQUIRE(runner->model().inputs.size() == 1);
   REQUIRE(runner->model().outputs.size() == 1);
   CHECK(runner->model().inputs[0].dtype == DType::UInt8);
@@ -108,7 +101,7 @@ TEST_CASE("TFLite peer: DeepLabV3 label maps and logits equal TensorFlow Lite's 
   CHECK(summary.npu_programs == 1);
   CHECK(summary.host_macs == 0);
   CHECK(summary.host_steps.size() == 3);
-  auto logits_runner = runtime::create_runner(logits_model, deeplab_options("npu0pe1"));
+  auto logits_runner = runtime::create_runner(logits_model, test::peer_runner_options("npu0pe1"));
 
   std::set<std::int64_t> classes_seen;
   std::size_t foreground = 0;

@@ -36,13 +36,6 @@ constexpr int kAdd = 0, kMul = 18, kSub = 41, kDiv = 42, kExp = 47, kPrelu = 54,
               kMinimum = 57, kSqrt = 75, kRsqrt = 76, kLeakyRelu = 98, kSquaredDifference = 99,
               kHardSwish = 117;
 
-runtime::RunnerOptions float_options() {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = "npu0pe0";
-  return o;
-}
-
 /// Seeded floats uniform in [lo, hi], the first elements replaced by `specials`.
 Tensor float_input(const Dims& dims, float lo, float hi, unsigned seed,
                    const std::vector<float>& specials) {
@@ -88,7 +81,7 @@ FloatRun run_float(const std::string& name, const std::string& bytes,
                    const std::vector<Tensor>& inputs) {
   const auto path = test::write_peer_model(name + ".tflite", bytes);
   FloatRun r;
-  r.runner = runtime::create_runner(path, float_options());
+  r.runner = runtime::create_runner(path, test::peer_runner_options());
   auto ours = r.runner->run(inputs);
   auto peer = test::run_tflite_peer(path, inputs, ours);
   REQUIRE(ours.size() == 1);

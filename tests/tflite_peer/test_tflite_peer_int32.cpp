@@ -38,13 +38,6 @@ using Act = fb::ActivationFunctionType;
 
 constexpr int kResizeBilinear = 23, kDiv = 42, kStridedSlice = 45, kShape = 77, kPack = 83;
 
-runtime::RunnerOptions int32_options() {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = "npu0pe0";
-  return o;
-}
-
 /// y = DIV(a, b) on int32 tensors with fused activation `act`; b a constant holding `b_data`
 /// when given (named `b_name`).
 std::string div_model(const Dims& as, const Dims& bs, const Dims& ys, Act act,
@@ -122,7 +115,7 @@ TEST_CASE(
                      : ints(c.as, -100, 100, 5, false, {INT32_MIN, INT32_MAX, -7, 7, -9, 9, -1, 1});
     const Tensor b = ints(c.bs, -9, 9, 6, true);
     const auto path = test::write_peer_model(name + ".tflite", div_model(c.as, c.bs, ys, c.act));
-    auto runner = runtime::create_runner(path, int32_options());
+    auto runner = runtime::create_runner(path, test::peer_runner_options());
     const auto ours = runner->run({a, b});
     const auto peer = test::run_tflite_peer(path, {a, b}, ours);
     REQUIRE(ours.size() == 1);
@@ -150,7 +143,7 @@ TEST_CASE("TFLite: int32 DIV truncates toward zero and gives INT32_MIN for INT32
     const auto path =
         test::write_peer_model(constant ? "int32_div_edges_const.tflite" : "int32_div_edges.tflite",
                                div_model({8}, {8}, {8}, Act::NONE, constant ? &bv : nullptr));
-    auto runner = runtime::create_runner(path, int32_options());
+    auto runner = runtime::create_runner(path, test::peer_runner_options());
     Tensor a(DType::Int32, {8}), b(DType::Int32, {8});
     std::memcpy(a.bytes().data(), av.data(), a.size_bytes());
     std::memcpy(b.bytes().data(), bv.data(), b.size_bytes());
@@ -176,7 +169,7 @@ TEST_CASE("TFLite: int32 DIV by zero at run time fails the run naming the node",
           "[tflite_peer][errors]") {
   const auto path =
       test::write_peer_model("int32_div_zero_run.tflite", div_model({4}, {4}, {4}, Act::RELU));
-  auto runner = runtime::create_runner(path, int32_options());
+  auto runner = runtime::create_runner(path, test::peer_runner_options());
   Tensor a = ints({4}, -50, 50, 8, false), b = ints({4}, -5, 5, 9, true);
   b.as<std::int32_t>()[2] = 0;
   try {
@@ -246,7 +239,7 @@ TEST_CASE(
     "evaluated at import",
     "[tflite_peer]") {
   const auto path = test::write_peer_model("shape_chain_div_resize.tflite", div_resize_model());
-  auto runner = runtime::create_runner(path, int32_options());
+  auto runner = runtime::create_runner(path, test::peer_runner_options());
   Tensor x(DType::Float32, {1, 8, 10, 3});
   std::mt19937 rng(41);
   std::uniform_real_distribution<float> dist(-3.0f, 3.0f);

@@ -230,9 +230,7 @@ std::vector<int> stored(const Tensor& t) {
 
 TEST_CASE("TFLite peer: convolution multipliers at requantization boundaries in uint8 and int8",
           "[tflite_peer]") {
-  runtime::RunnerOptions options;
-  options.worker_num = 1;
-  options.device = "npu0pe0";
+  const runtime::RunnerOptions options = test::peer_runner_options();
   unsigned seed = 20261128;
   for (const Case& c : kCases) {
     INFO("case " << c.name);

@@ -31,13 +31,6 @@ using Dims = std::vector<std::int32_t>;
 
 constexpr int kSum = 74, kReduceMax = 82;
 
-runtime::RunnerOptions reduce_options() {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = "npu0pe0";
-  return o;
-}
-
 fb::TensorType q8_type(DType d) {
   return d == DType::UInt8 ? fb::TensorType::UINT8 : fb::TensorType::INT8;
 }
@@ -93,7 +86,7 @@ TEST_CASE("TFLite peer: SUM with rescaling (constant axes, keep_dims), uint8, on
       const QSpec qx{{0.05f}, {mid + 3}}, qy{{c.out_scale}, {mid - 4}};
       const auto path = test::write_peer_model(name + ".tflite",
                                                reduce_model(kSum, d, c.in, c.axes, c.keep, qx, qy));
-      const auto runner = runtime::create_runner(path, reduce_options());
+      const auto runner = runtime::create_runner(path, test::peer_runner_options());
       const std::vector<Tensor> inputs = {test::seeded_ints(d, Shape(c.in.begin(), c.in.end()),
                                                             d == DType::UInt8 ? 0 : -128,
                                                             d == DType::UInt8 ? 255 : 127, 81)};
@@ -120,7 +113,7 @@ TEST_CASE("TFLite peer: REDUCE_MAX (constant axes, keep_dims), uint8 and int8, o
       const QSpec q{{0.05f}, {d == DType::UInt8 ? 130 : 2}};
       const auto path = test::write_peer_model(
           name + ".tflite", reduce_model(kReduceMax, d, c.in, c.axes, c.keep, q, q));
-      const auto runner = runtime::create_runner(path, reduce_options());
+      const auto runner = runtime::create_runner(path, test::peer_runner_options());
       const std::vector<Tensor> inputs = {test::seeded_ints(d, Shape(c.in.begin(), c.in.end()),
                                                             d == DType::UInt8 ? 0 : -128,
                                                             d == DType::UInt8 ? 255 : 127, 91)};
@@ -142,7 +135,7 @@ TEST_CASE("TFLite SUM on int8 is refused naming the operator", "[tflite_peer]") 
   const auto path = test::write_peer_model(
       "sum_int8.tflite", reduce_model(kSum, DType::Int8, {1, 4, 5, 6}, {1, 2}, true, qx, qy));
   try {
-    runtime::create_runner(path, reduce_options());
+    runtime::create_runner(path, test::peer_runner_options());
     FAIL("an int8 SUM was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::UnsupportedOperator);
@@ -157,7 +150,7 @@ TEST_CASE("TFLite SUM with equal input and output parameters is refused naming t
   const auto path = test::write_peer_model(
       "sum_same_params.tflite", reduce_model(kSum, DType::UInt8, {1, 4, 5, 6}, {1, 2}, true, q, q));
   try {
-    runtime::create_runner(path, reduce_options());
+    runtime::create_runner(path, test::peer_runner_options());
     FAIL("a SUM with equal parameters was accepted");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::UnsupportedOperator);
@@ -212,7 +205,7 @@ TEST_CASE("TFLite peer: float32 RELU6, RELU_N1_TO_1, PADV2 and REDUCE_MAX on the
       bytes = w2.finish({x2}, {y});
     }
     const auto path = test::write_peer_model(std::string(c.name) + ".tflite", bytes);
-    const auto runner = runtime::create_runner(path, reduce_options());
+    const auto runner = runtime::create_runner(path, test::peer_runner_options());
     const auto ours = runner->run({x_in});
     const auto peer = test::run_tflite_peer(path, {x_in}, ours);
     const double worst = test::worst_difference(ours[0], peer[0]);

@@ -31,13 +31,6 @@ using Dims = std::vector<std::int32_t>;
 
 constexpr int kReluN1To1 = 20, kRelu6 = 21, kPadV2 = 60, kSlice = 65, kMirrorPad = 100;
 
-runtime::RunnerOptions options() {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = "npu0pe0";
-  return o;
-}
-
 fb::TensorType tflite_type(DType d) {
   return d == DType::UInt8 ? fb::TensorType::UINT8 : fb::TensorType::INT8;
 }
@@ -56,7 +49,7 @@ Run run_with_peer(const std::string& name, const std::string& bytes,
                   const std::vector<Tensor>& inputs) {
   const auto path = test::write_peer_model(name + ".tflite", bytes);
   Run r;
-  r.runner = runtime::create_runner(path, options());
+  r.runner = runtime::create_runner(path, test::peer_runner_options());
   r.ours = r.runner->run(inputs);
   r.peer = test::run_tflite_peer(path, inputs, r.ours);
   for (std::size_t i = 0; i < r.ours.size(); ++i)
@@ -294,7 +287,8 @@ TEST_CASE(
     "[tflite_peer][errors]") {
   auto refused = [](const std::string& bytes, const std::string& name) -> std::string {
     try {
-      (void)runtime::create_runner(test::write_peer_model(name, bytes), options());
+      (void)runtime::create_runner(test::write_peer_model(name, bytes),
+                                   test::peer_runner_options());
     } catch (const Error& e) {
       CHECK(std::string(e.what()).find_first_of("\n\x1b") == std::string::npos);
       return e.message();

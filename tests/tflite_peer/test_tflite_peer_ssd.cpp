@@ -57,13 +57,6 @@ fs::path ssd_file(const std::string& name) {
   return p;
 }
 
-runtime::RunnerOptions ssd_options() {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = "npu0pe0";
-  return o;
-}
-
 // The four outputs of TFLite_Detection_PostProcess: boxes [1, S, 4], classes [1, S], scores
 // [1, S], num [1] (float32), S = max_detections x max_classes_per_detection slots.
 struct Detections {
@@ -163,7 +156,7 @@ TEST_CASE(
 
   {  // the heads, byte for byte
     const fs::path model = ssd_file("ssd_heads.tflite");
-    auto runner = runtime::create_runner(model, ssd_options());
+    auto runner = runtime::create_runner(model, test::peer_runner_options());
     REQUIRE(runner->model().outputs.size() == 2);
     for (int i = 0; i < kInputs; ++i) {
       INFO("heads, input " << i);
@@ -188,7 +181,7 @@ TEST_CASE(
         Variant{"fast NMS with 3 classes per detection", "ssd_fast_multiclass.tflite", 3}}) {
     INFO(v.name);
     const fs::path model = ssd_file(v.file);
-    auto runner = runtime::create_runner(model, ssd_options());
+    auto runner = runtime::create_runner(model, test::peer_runner_options());
     REQUIRE(runner->model().inputs.size() == 1);
     REQUIRE(runner->model().outputs.size() == 4);
     CHECK(runner->model().inputs[0].format == "NHWC");
@@ -236,7 +229,7 @@ TEST_CASE(
                                    std::pair{"regular NMS", "ssd_postprocess_regular.tflite"}}) {
     INFO("post-processing alone, " << name);
     const fs::path model = ssd_file(file);
-    auto runner = runtime::create_runner(model, ssd_options());
+    auto runner = runtime::create_runner(model, test::peer_runner_options());
     REQUIRE(runner->model().inputs.size() == 2);
     Seen seen;
     for (unsigned seed = 1; seed <= 4; ++seed) {

@@ -37,13 +37,6 @@ using Act = fb::ActivationFunctionType;
 
 constexpr int kTransposeConv = 67;
 
-runtime::RunnerOptions tc_options() {
-  runtime::RunnerOptions o;
-  o.worker_num = 1;
-  o.device = "npu0pe0";
-  return o;
-}
-
 /// One TRANSPOSE_CONV: input [N, H, W, I], weights [O, KH, KW, I], output [N, OH, OW, O].
 struct TcCase {
   const char* name;
@@ -123,7 +116,7 @@ struct TcRun {
 TcRun run_case(const std::string& name, const std::string& bytes, const Tensor& x) {
   const auto path = test::write_peer_model(name + ".tflite", bytes);
   TcRun r;
-  r.runner = runtime::create_runner(path, tc_options());
+  r.runner = runtime::create_runner(path, test::peer_runner_options());
   auto ours = r.runner->run({x});
   auto peer = test::run_tflite_peer(path, {x}, ours);
   REQUIRE(ours.size() == 1);
@@ -243,7 +236,8 @@ TEST_CASE("TFLite: refusals of TRANSPOSE_CONV are one line naming the operator a
           "[tflite_peer][errors]") {
   auto refused = [](const std::string& bytes, const std::string& name) -> std::string {
     try {
-      (void)runtime::create_runner(test::write_peer_model(name, bytes), tc_options());
+      (void)runtime::create_runner(test::write_peer_model(name, bytes),
+                                   test::peer_runner_options());
     } catch (const Error& e) {
       CHECK(std::string(e.what()).find_first_of("\n\x1b") == std::string::npos);
       return e.message();

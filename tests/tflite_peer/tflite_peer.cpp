@@ -71,6 +71,13 @@ std::vector<Tensor> run_tflite_peer(const fs::path& model, const std::vector<Ten
   return out;
 }
 
+runtime::RunnerOptions peer_runner_options(const char* device) {
+  runtime::RunnerOptions o;
+  o.worker_num = 1;
+  o.device = device;
+  return o;
+}
+
 double worst_difference(const Tensor& a, const Tensor& b) {
   REQUIRE(a.shape() == b.shape());
   double worst = 0;

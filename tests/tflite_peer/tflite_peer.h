@@ -20,6 +20,9 @@ std::vector<Tensor> run_tflite_peer(const std::filesystem::path& model,
                                     const std::vector<Tensor>& inputs,
                                     const std::vector<Tensor>& like);
 
+/// Runner options of the peer tests: one worker on `device` (a single PE by default).
+runtime::RunnerOptions peer_runner_options(const char* device = "npu0pe0");
+
 /// Largest |a - b| over the elements of two tensors of one shape (REQUIRE on the shape).
 double worst_difference(const Tensor& a, const Tensor& b);
 
