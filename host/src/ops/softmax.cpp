@@ -158,8 +158,10 @@ std::vector<Tensor> run_qlinear_softmax(const Ctx& c, const OutInfos& o) {
         codes[k] = code(base + static_cast<std::int64_t>(k) * inner);
         mx = std::max(mx, codes[k]);
       }
-      for (std::size_t k = 0; k < d; ++k)
-        e[k] = table[static_cast<std::size_t>(codes[k] - mx + 255)];
+      for (std::size_t k = 0; k < d; ++k) {
+        const int index = codes[k] - mx + 255;  // 0..255: mx is the row's largest code
+        e[k] = table[static_cast<std::size_t>(index)];
+      }
       float sum = 0.0f;
       for (std::size_t k = 0; k < d; ++k) sum += e[k];
       for (std::size_t k = 0; k < d; ++k) {
