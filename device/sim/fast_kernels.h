@@ -123,12 +123,21 @@ void matmul(const MatMulPlan& plan, const std::byte* a, std::byte* y);
 
 /// Elementwise QLinearAdd of `n` contiguous elements: qlinear_add in kernels.h, or with `mlas`
 /// mlas_add with a as the streamed operand (v) and the constants `ratios` (isa::AddFormula).
+/// Built by sim::fast_add_params (kernels.h), which also maps MlasRatiosUint8 and ONNX Runtime's
+/// swapped operands onto these fields, so every level computes every formula the same way:
+/// the bytes of a and b are XORed with a_flip / b_flip when loaded (0x80: an int8 code + 128,
+/// read as uint8), then widened as int8 when *_signed; the result bytes (saturated to the type
+/// qmin says) are XORed with y_flip when stored (0x80: a uint8 code - 128 as int8), before any
+/// row padding is written (padding stays zero).
 struct AddParamsF {
   float a_scale, b_scale, y_scale;
   std::int32_t a_zp, b_zp, y_zp, qmin, qmax;
   bool a_signed, b_signed;
   bool mlas = false;
   float ra = 0, rb = 0, fixed = 0;  ///< mlas: MlasAddConsts{rv = ra, rs = rb, fixed}
+  std::uint8_t a_flip = 0, b_flip = 0, y_flip = 0;  ///< XORed into loaded / stored bytes
+  /// b is one element per run (per row in add_rows, b_pitch apart), broadcast over the run.
+  bool b_broadcast = false;
 };
 /// With p.mlas: a bound of |fma(a, ra, fma(b, rb, fixed))| over all 8-bit codes, for the
 /// requantization's range check (|a|, |b| <= 255, plus slack for the roundings).
