@@ -323,7 +323,7 @@ namespace furiosa::device::sim {
 fast::AddParamsF fast_add_params(const isa::AddParams& p, bool a_signed, bool b_signed,
                                  std::int32_t qmin, std::int32_t qmax, bool exchange) {
   isa::QuantParam qv = exchange ? p.b : p.a, qs = exchange ? p.a : p.b, qy = p.y;
-  bool v_signed = exchange ? b_signed : a_signed, s_signed = exchange ? a_signed : b_signed;
+  const bool v_signed = exchange ? b_signed : a_signed, s_signed = exchange ? a_signed : b_signed;
   fast::AddParamsF f{
       qv.scale, qs.scale, qy.scale, qv.zero_point, qs.zero_point, qy.zero_point, qmin,
       qmax,     v_signed, s_signed, false,         0.0f,          0.0f,          0.0f,
