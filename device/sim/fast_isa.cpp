@@ -1,7 +1,7 @@
 // The ISA ladder of the fast kernels: which levels the CPU has, and the kernel table of each
 // level with the entries it lacks filled from the next lower level (fast_kernels.h). One ladder
-// per architecture: x86-64 (avx2 .. avx512) and aarch64 (neon, neon-dotprod); a build for any
-// other architecture has no fast level (the portable kernels only).
+// per architecture: x86-64 (avx2 .. avx512) and aarch64 (neon, neon-dotprod, neon-i8mm); a build
+// for any other architecture has no fast level (the portable kernels only).
 #if defined(__x86_64__)
 #include <cpuid.h>
 #elif defined(__aarch64__)
@@ -22,7 +22,8 @@ std::string_view isa_arch(SimIsa isa) noexcept {
     case SimIsa::Avx512Vnni:
     case SimIsa::Avx512: return "x86-64";
     case SimIsa::Neon:
-    case SimIsa::NeonDotprod: return "aarch64";
+    case SimIsa::NeonDotprod:
+    case SimIsa::NeonI8mm: return "aarch64";
     case SimIsa::Portable: return "";
     case SimIsa::Auto: break;
   }
@@ -84,17 +85,22 @@ Kernels own_kernels(SimIsa isa) noexcept {
 
 #elif defined(__aarch64__)
 
-constexpr std::array<SimIsa, 2> kLadder = {SimIsa::Neon, SimIsa::NeonDotprod};
+constexpr std::array<SimIsa, 3> kLadder = {SimIsa::Neon, SimIsa::NeonDotprod, SimIsa::NeonI8mm};
 
 // Advanced SIMD is part of every ARMv8-A Linux system; the dot product (sdot / udot, ARMv8.2,
-// optional before ARMv8.4) is reported by the kernel in AT_HWCAP.
+// optional before ARMv8.4) is reported by the kernel in AT_HWCAP, the int8 matrix multiply
+// (usdot, ARMv8.6, optional from ARMv8.2) in AT_HWCAP2. neon-i8mm's functions are compiled for
+// "+dotprod+i8mm", so it needs both.
 bool detect(SimIsa isa) noexcept {
   const unsigned long hwcap = getauxval(AT_HWCAP);
+  const unsigned long hwcap2 = getauxval(AT_HWCAP2);
   const bool neon = (hwcap & HWCAP_ASIMD) != 0;
+  const bool dotprod = neon && (hwcap & HWCAP_ASIMDDP) != 0;
   switch (isa) {
     case SimIsa::Portable: return true;
     case SimIsa::Neon: return neon;
-    case SimIsa::NeonDotprod: return neon && (hwcap & HWCAP_ASIMDDP) != 0;
+    case SimIsa::NeonDotprod: return dotprod;
+    case SimIsa::NeonI8mm: return dotprod && (hwcap2 & HWCAP2_I8MM) != 0;
     default: return false;
   }
 }
@@ -103,6 +109,7 @@ Kernels own_kernels(SimIsa isa) noexcept {
   switch (isa) {
     case SimIsa::Neon: return neon_kernels();
     case SimIsa::NeonDotprod: return neon_dotprod_kernels();
+    case SimIsa::NeonI8mm: return neon_i8mm_kernels();
     default: return {};
   }
 }

@@ -5,13 +5,13 @@
 //
 // ISA levels (device::SimIsa, lowest first). x86-64: avx2, avx-vnni and avx512-vnni (one
 // source, fast_kernels_avx2_*.inc, compiled three times with the dot-product step swapped) and
-// avx512 (fast_kernels_avx512*: AVX-512 VNNI / VBMI). aarch64: neon and neon-dotprod (one source,
-// fast_kernels_neon_*.inc, compiled twice; its own arithmetic notes there). Only the files of
-// the target architecture are built (device/CMakeLists.txt). Each level is a table of function
-// pointers (Kernels); a level may leave entries null, which kernels_for() fills from the next lower
-// level that has them, and kernels/ runs the portable code where the entry is still null. The
-// plans (ConvPlan, MatMulPlan) are the same for every level, so a prepared program runs at any
-// level. The 256-bit levels keep the exactness: avx2 multiplies int16-widened operands with
+// avx512 (fast_kernels_avx512*: AVX-512 VNNI / VBMI). aarch64: neon, neon-dotprod and neon-i8mm
+// (one source, fast_kernels_neon_*.inc, compiled three times; its own arithmetic notes there). Only
+// the files of the target architecture are built (device/CMakeLists.txt). Each level is a table of
+// function pointers (Kernels); a level may leave entries null, which kernels_for() fills from the
+// next lower level that has them, and kernels/ runs the portable code where the entry is still
+// null. The plans (ConvPlan, MatMulPlan) are the same for every level, so a prepared program runs
+// at any level. The 256-bit levels keep the exactness: avx2 multiplies int16-widened operands with
 // vpmaddwd (fast_kernels_avx2_base.inc), and they requantize with the same operations.
 //
 // Integer arithmetic. vpdpbusd multiplies unsigned bytes by signed bytes and adds groups of 4
@@ -123,12 +123,21 @@ void matmul(const MatMulPlan& plan, const std::byte* a, std::byte* y);
 
 /// Elementwise QLinearAdd of `n` contiguous elements: qlinear_add in kernels.h, or with `mlas`
 /// mlas_add with a as the streamed operand (v) and the constants `ratios` (isa::AddFormula).
+/// Built by sim::fast_add_params (kernels.h), which also maps MlasRatiosUint8 and ONNX Runtime's
+/// swapped operands onto these fields, so every level computes every formula the same way:
+/// the bytes of a and b are XORed with a_flip / b_flip when loaded (0x80: an int8 code + 128,
+/// read as uint8), then widened as int8 when *_signed; the result bytes (saturated to the type
+/// qmin says) are XORed with y_flip when stored (0x80: a uint8 code - 128 as int8), before any
+/// row padding is written (padding stays zero).
 struct AddParamsF {
   float a_scale, b_scale, y_scale;
   std::int32_t a_zp, b_zp, y_zp, qmin, qmax;
   bool a_signed, b_signed;
   bool mlas = false;
   float ra = 0, rb = 0, fixed = 0;  ///< mlas: MlasAddConsts{rv = ra, rs = rb, fixed}
+  std::uint8_t a_flip = 0, b_flip = 0, y_flip = 0;  ///< XORed into loaded / stored bytes
+  /// b is one element per run (per row in add_rows, b_pitch apart), broadcast over the run.
+  bool b_broadcast = false;
 };
 /// With p.mlas: a bound of |fma(a, ra, fma(b, rb, fixed))| over all 8-bit codes, for the
 /// requantization's range check (|a|, |b| <= 255, plus slack for the roundings).
@@ -196,6 +205,8 @@ Kernels avx_vnni_kernels() noexcept;  // fast_kernels_avx_vnni.cpp, the AVX-VNNI
 Kernels avx512_vnni_kernels() noexcept;  // fast_kernels_avx512_vnni.cpp, the same with EVEX
 Kernels neon_kernels() noexcept;         // fast_kernels_neon.cpp: ARMv8-A Advanced SIMD
 Kernels neon_dotprod_kernels() noexcept;  // fast_kernels_neon_dotprod.cpp: + sdot (ARMv8.2)
+/// fast_kernels_neon_i8mm.cpp: + usdot (i8mm), unsigned activations without the 128 correction.
+Kernels neon_i8mm_kernels() noexcept;
 
 /// The kernels to run at level `isa`: its own, the entries it lacks taken from the next lower
 /// level that has them (still null where only the portable code has them). Auto: the highest

@@ -12,6 +12,7 @@
 
 #define FKN
 #define FKN_DOTPROD 0
+#define FKN_I8MM 0
 
 namespace furiosa::device::sim::fast {
 namespace neon {

@@ -13,6 +13,7 @@
 
 #define FKN __attribute__((target("arch=armv8.2-a+dotprod")))
 #define FKN_DOTPROD 1
+#define FKN_I8MM 0
 
 namespace furiosa::device::sim::fast {
 namespace neon_dotprod {

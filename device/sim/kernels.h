@@ -48,6 +48,19 @@ inline std::int32_t mlas_add(std::int32_t v, std::int32_t s, const MlasAddConsts
   return host::quantize_value(t, 0, qmin, qmax);
 }
 
+namespace fast {
+struct AddParamsF;
+}  // namespace fast
+
+/// The parameters of LowLevelAdd's float formula `p.formula` (p.fixed_point unset) for the fast
+/// kernels (fast::AddParamsF, b_broadcast left false), which compute them bit-identically to the
+/// portable loop: the kernels' operand a is the kernel's input 0, or input 1 with `exchange`
+/// (MlasRatios*: the operand ONNX Runtime streams, isa::AddFormula). MlasRatiosUint8 becomes
+/// MlasRatios on uint8 codes through byte flips; a_signed / b_signed are the dtypes of inputs 0
+/// and 1, [qmin, qmax] the output's range.
+fast::AddParamsF fast_add_params(const isa::AddParams& p, bool a_signed, bool b_signed,
+                                 std::int32_t qmin, std::int32_t qmax, bool exchange);
+
 /// Executes `kernel` on `region`, the program's DRAM region (TensorRef addresses are offsets
 /// into it). Runs isa::verify_kernel's checks first (nothing verified this kernel), then the
 /// kernel. Throws Error(DeviceFault) describing the problem when the kernel is malformed: with

@@ -5,13 +5,13 @@
 // non-zero weight zero points, biases, multipliers that saturate, both layouts.
 //
 // Every case runs three ways at every ISA level this CPU has (avx2, avx-vnni, avx512-vnni,
-// avx512 on x86-64; neon, neon-dotprod on aarch64: each forced in turn) and must match the
-// reference byte for byte (row padding of lowered outputs included, which must be zero): run_kernel
-// without preparation (packed per call), with a PreparedProgram (packed once), and with the fast
-// kernels disabled (the portable kernels). A CPU without any fast level runs the portable kernels
-// three times. Under qemu-x86_64 -cpu Haswell (tests/device/CMakeLists.txt) the avx2 level is the
-// only one; in the aarch64 cross build the tests run under qemu-aarch64 -cpu max (neon,
-// neon-dotprod) and -cpu cortex-a57 (neon only).
+// avx512 on x86-64; neon, neon-dotprod, neon-i8mm on aarch64: each forced in turn) and must match
+// the reference byte for byte (row padding of lowered outputs included, which must be zero):
+// run_kernel without preparation (packed per call), with a PreparedProgram (packed once), and with
+// the fast kernels disabled (the portable kernels). A CPU without any fast level runs the portable
+// kernels three times. Under qemu-x86_64 -cpu Haswell (tests/device/CMakeLists.txt) the avx2 level
+// is the only one; in the aarch64 cross build the tests run under qemu-aarch64 -cpu max (neon,
+// neon-dotprod, neon-i8mm) and -cpu cortex-a57 (neon only).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -429,8 +429,9 @@ TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels
   CHECK(parse_sim_isa("avx512-vnni-vbmi") == SimIsa::Avx512);  // the older name
   CHECK(parse_sim_isa("neon") == SimIsa::Neon);
   CHECK(parse_sim_isa("neon-dotprod") == SimIsa::NeonDotprod);
+  CHECK(parse_sim_isa("neon-i8mm") == SimIsa::NeonI8mm);
   CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("avx2, avx-vnni, avx512-vnni, avx512"));
-  CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("neon, neon-dotprod"));
+  CHECK_THROWS_WITH(parse_sim_isa("sse9"), Catch::Contains("neon, neon-dotprod, neon-i8mm"));
   const std::vector<SimIsa> levels = sim_cpu_isa_levels();
   REQUIRE(!levels.empty());
   CHECK(levels.front() == SimIsa::Portable);
@@ -441,7 +442,7 @@ TEST_CASE("ISA levels: names, the ladder and forcing a level", "[device][kernels
     CHECK(sim_active_isa() == sim_isa_name(level));
   }
   for (SimIsa level : {SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni, SimIsa::Avx512,
-                       SimIsa::Neon, SimIsa::NeonDotprod}) {
+                       SimIsa::Neon, SimIsa::NeonDotprod, SimIsa::NeonI8mm}) {
     if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
       CHECK_FALSE(sim::set_fast_kernels_level(level));  // refused, level unchanged
     }
@@ -467,7 +468,8 @@ TEST_CASE("FURIOSA_SIM_ISA naming a level of the other architecture is refused i
   for (const auto& [name, arch] : {std::pair<const char*, const char*>{"avx2", "x86-64"},
                                    {"avx512", "x86-64"},
                                    {"neon", "aarch64"},
-                                   {"neon-dotprod", "aarch64"}}) {
+                                   {"neon-dotprod", "aarch64"},
+                                   {"neon-i8mm", "aarch64"}}) {
     const bool foreign = std::string_view(arch) == "x86-64" ? arm : x86;
     if (!foreign) continue;
     INFO(name);

@@ -183,6 +183,12 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
   const MlasAddConsts mk = swap ? mlas_add_consts(qb, qa, qy) : mlas_add_consts(qa, qb, qy);
   const std::size_t outer_rank = o.dims.size() - 1;
   const std::int64_t inner = o.dims.back();
+  // The fast kernels stream their operand a and take b streamed too or one element per run
+  // (b_broadcast). With MlasRatios* the streamed operand is ONNX Runtime's (swap); the
+  // Dequantized sum is symmetric, so a broadcast a is exchanged with a streamed b.
+  const bool exchange = mlas ? swap : o.sa.back() == 0 && o.sb.back() == 1;
+  const std::vector<std::int64_t>& sv = exchange ? o.sb : o.sa;
+  const std::vector<std::int64_t>& ss = exchange ? o.sa : o.sb;
   // Contiguous innermost runs on all three sides go through the vectorized kernel. Each element
   // of y depends only on the same element of a and b, so an output that is exactly one of the
   // inputs is fine; partial overlaps take the scalar loop, which reads before it writes.
@@ -191,8 +197,8 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
       (!overlaps(bref, yref) || (bref.address == yref.address && o.sb == o.sy));
   const fast::Kernels* fk = fast_kernels();
   const bool fast_add = fk != nullptr && fk->add_rows != nullptr && fk->add_run != nullptr &&
-                        o.sa.back() == 1 && o.sb.back() == 1 && o.sy.back() == 1 &&
-                        same_or_disjoint && !swap && !to_u8;
+                        sv.back() == 1 && (ss.back() == 1 || ss.back() == 0) && o.sy.back() == 1 &&
+                        same_or_disjoint;
   if (!fast_add) {
     if (mlas) {
       const std::int32_t lo = o.qmin + y_shift, hi = o.qmax + y_shift;
@@ -206,9 +212,11 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
       return qlinear_add(a, p.a, b, p.b, p.y, o.qmin, o.qmax);
     });
   }
-  const fast::AddParamsF fast_params{
-      p.a.scale, p.b.scale,  p.y.scale,  p.a.zero_point, p.b.zero_point, p.y.zero_point, o.qmin,
-      o.qmax,    o.a_signed, o.b_signed, mlas,           mk.rv,          mk.rs,          mk.fixed};
+  fast::AddParamsF fast_params =
+      fast_add_params(p, o.a_signed, o.b_signed, o.qmin, o.qmax, exchange);
+  fast_params.b_broadcast = ss.back() == 0;
+  const std::byte* const v_data = exchange ? o.b : o.a;
+  const std::byte* const s_data = exchange ? o.a : o.b;
   // Without broadcasting, the runs of every operand are evenly spaced rows: one call.
   if (outer_rank > 0) {
     auto even = [&](const std::vector<std::int64_t>& st) {
@@ -217,16 +225,16 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
       }
       return st[outer_rank - 1] != 0 || o.dims[outer_rank - 1] == 1;
     };
-    if (even(o.sa) && even(o.sb) && even(o.sy)) {
+    if (even(sv) && even(ss) && even(o.sy)) {
       std::int64_t rows = 1;
       for (std::size_t d = 0; d < outer_rank; ++d) rows *= o.dims[d];
-      fk->add_rows(fast_params, o.a, o.sa[outer_rank - 1], o.b, o.sb[outer_rank - 1], o.y,
+      fk->add_rows(fast_params, v_data, sv[outer_rank - 1], s_data, ss[outer_rank - 1], o.y,
                    o.sy[outer_rank - 1], rows, inner, o.y_pad);
       return;
     }
   }
   for_each_binary_run(o, [&](const std::byte* pa, const std::byte* pb, std::byte* py) {
-    fk->add_run(fast_params, pa, pb, py, inner);
+    fk->add_run(fast_params, exchange ? pb : pa, exchange ? pa : pb, py, inner);
   });
 }
 
@@ -309,3 +317,44 @@ void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
 }
 
 }  // namespace furiosa::device::sim::detail
+
+namespace furiosa::device::sim {
+
+fast::AddParamsF fast_add_params(const isa::AddParams& p, bool a_signed, bool b_signed,
+                                 std::int32_t qmin, std::int32_t qmax, bool exchange) {
+  isa::QuantParam qv = exchange ? p.b : p.a, qs = exchange ? p.a : p.b, qy = p.y;
+  const bool v_signed = exchange ? b_signed : a_signed, s_signed = exchange ? a_signed : b_signed;
+  fast::AddParamsF f{
+      qv.scale, qs.scale, qy.scale, qv.zero_point, qs.zero_point, qy.zero_point, qmin,
+      qmax,     v_signed, s_signed, false,         0.0f,          0.0f,          0.0f,
+      0,        0,        0,        false};
+  if (p.formula == isa::AddFormula::Dequantized) return f;
+  f.mlas = true;
+  if (p.formula == isa::AddFormula::MlasRatiosUint8) {
+    // ORT's QDQS8ToU8 transform: an int8 code x is the uint8 code x + 128 (its byte XOR 0x80
+    // read unsigned) with zero point zp + 128; an int8 result is the uint8 one - 128.
+    if (v_signed) {
+      qv.zero_point += 128;
+      f.a_flip = 0x80;
+      f.a_signed = false;
+    }
+    if (s_signed) {
+      qs.zero_point += 128;
+      f.b_flip = 0x80;
+      f.b_signed = false;
+    }
+    if (qmin < 0) {
+      qy.zero_point += 128;
+      f.y_flip = 0x80;
+      f.qmin = qmin + 128;
+      f.qmax = qmax + 128;
+    }
+  }
+  const MlasAddConsts mk = mlas_add_consts(qv, qs, qy);
+  f.ra = mk.rv;
+  f.rb = mk.rs;
+  f.fixed = mk.fixed;
+  return f;
+}
+
+}  // namespace furiosa::device::sim

@@ -75,26 +75,28 @@ std::string_view sim_isa_name(SimIsa isa) noexcept {
     case SimIsa::Avx512: return "avx512";
     case SimIsa::Neon: return "neon";
     case SimIsa::NeonDotprod: return "neon-dotprod";
+    case SimIsa::NeonI8mm: return "neon-i8mm";
   }
   return "?";
 }
 
 SimIsa parse_sim_isa(std::string_view text) {
-  for (SimIsa isa : {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni,
-                     SimIsa::Avx512Vnni, SimIsa::Avx512, SimIsa::Neon, SimIsa::NeonDotprod}) {
+  for (SimIsa isa :
+       {SimIsa::Auto, SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni,
+        SimIsa::Avx512, SimIsa::Neon, SimIsa::NeonDotprod, SimIsa::NeonI8mm}) {
     if (text == sim_isa_name(isa)) return isa;
   }
   if (text == "avx512-vnni-vbmi") return SimIsa::Avx512;  // the name before the ladder
   throw Error(ErrorCode::InvalidArgument,
               fmt::format("'{}' is not a simulator ISA level (auto, portable, avx2, avx-vnni, "
-                          "avx512-vnni, avx512, neon, neon-dotprod)",
+                          "avx512-vnni, avx512, neon, neon-dotprod, neon-i8mm)",
                           escape_text(text, 64)));
 }
 
 std::vector<SimIsa> sim_cpu_isa_levels() {
   std::vector<SimIsa> levels;
   for (SimIsa isa : {SimIsa::Portable, SimIsa::Avx2, SimIsa::AvxVnni, SimIsa::Avx512Vnni,
-                     SimIsa::Avx512, SimIsa::Neon, SimIsa::NeonDotprod}) {
+                     SimIsa::Avx512, SimIsa::Neon, SimIsa::NeonDotprod, SimIsa::NeonI8mm}) {
     if (sim::fast::cpu_has(isa)) levels.push_back(isa);
   }
   return levels;

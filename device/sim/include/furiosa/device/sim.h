@@ -38,7 +38,7 @@ std::string_view sim_mode_name(SimMode mode) noexcept;
 /// Instruction-set level of the simulator's functional kernels (FURIOSA_SIM_ISA). Every level
 /// computes the same bytes as the portable kernels, which define them (docs/simulator-speed.md);
 /// a level only changes how fast the host computes them. The levels form a ladder per
-/// architecture, lowest first (x86-64: avx2 .. avx512; aarch64: neon, neon-dotprod; a build has
+/// architecture, lowest first (x86-64: avx2 .. avx512; aarch64: neon .. neon-i8mm; a build has
 /// only its own architecture's): a level may implement only some kernels, the others run at the
 /// next lower level that has them (ultimately the portable code).
 enum class SimIsa : std::uint8_t {
@@ -50,9 +50,13 @@ enum class SimIsa : std::uint8_t {
   Avx512,       ///< AVX-512 F/BW/VL/DQ + VNNI + VBMI kernels (Ice Lake, Sapphire Rapids, Zen 4)
   Neon,         ///< aarch64 NEON kernels (any ARMv8-A): exact int8 products via smull + sadalp
   NeonDotprod,  ///< aarch64 NEON + dot product (ARMv8.2 sdot: Graviton 2+, Apple M, Neoverse)
+  /// aarch64 NEON + dot product + int8 matrix multiply (usdot: unsigned x signed bytes;
+  /// Graviton 3+, Neoverse V1/N2, Apple M2+, Cortex-A510/A710 and later)
+  NeonI8mm,
 };
 
-/// "auto", "portable", "avx2", "avx-vnni", "avx512-vnni", "avx512", "neon", "neon-dotprod".
+/// "auto", "portable", "avx2", "avx-vnni", "avx512-vnni", "avx512", "neon", "neon-dotprod",
+/// "neon-i8mm".
 std::string_view sim_isa_name(SimIsa isa) noexcept;
 
 /// Parses a level name (sim_isa_name; "avx512-vnni-vbmi" is accepted as an older name of
@@ -71,7 +75,7 @@ std::vector<SimIsa> sim_cpu_isa_levels();
 SimIsa sim_isa_from_environment();
 
 /// The level the functional kernels run at in this process now: "portable", "avx2",
-/// "avx-vnni", "avx512-vnni", "avx512", "neon" or "neon-dotprod" (never "auto").
+/// "avx-vnni", "avx512-vnni", "avx512", "neon", "neon-dotprod" or "neon-i8mm" (never "auto").
 std::string_view sim_active_isa() noexcept;
 
 /// A device fault the simulator can inject (docs/devices.md "Fault injection").
