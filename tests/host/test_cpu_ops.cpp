@@ -1052,7 +1052,7 @@ TEST_CASE("cpu ops: Resize nearest on uint8 and int8, linear choices", "[compile
 }
 
 TEST_CASE("cpu ops: Resize linear on uint8 and int8 follows ONNX Runtime's arithmetic", "[compiler][cpu_ops]") {
-  // Values worked out by hand from ONNX Runtime's kernels (host/src/ops/resize.cpp,
+  // Values worked out by hand from ONNX Runtime's kernels (host/src/ops/resize_ort.cpp,
   // run_ort_linear_q8) and seen from ONNX Runtime 1.30 itself; tests/reference/test_resize_ort.cpp
   // compares whole tensors.
   const auto linear = [](const std::string& coord) {

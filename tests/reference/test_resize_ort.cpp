@@ -7,7 +7,7 @@
 // operator library; both the library's arithmetic).
 // The input values are exact multiples of the quantization step, so QuantizeLinear is exact on
 // both sides and every difference would be Resize's.
-// Contexts (host/src/ops/resize.cpp, run_ort_linear_q8, says which ORT path each takes):
+// Contexts (host/src/ops/resize_ort.cpp, run_ort_linear_q8, says which ORT path each takes):
 // - QLinearConv -> Resize -> QLinearConv on NCHW (the quantized model's case): ORT's NHWC
 //   transformer moves the Resize to NHWC; its integer path, or its float path when only W is
 //   resized;
@@ -339,7 +339,7 @@ TEST_CASE("Resize linear on float32 equals ONNX Runtime 1.30 bit for bit", "[ref
   // drops the QDQ pair only around nearest Resizes), on values that are multiples of the step: a
   // 2x half_pixel upsample lands exactly on half steps, so the float32 sums must round as ORT's
   // UpsampleBilinear / UpsampleTrilinear do or QuantizeLinear rounds the other way
-  // (host/src/ops/resize.cpp, ort_float_linear_dims). The inputs are such multiples.
+  // (host/src/ops/resize_ort.cpp, ort_float_linear_dims). The inputs are such multiples.
   const std::vector<std::string> modes = {"half_pixel", "asymmetric", "align_corners",
                                           "pytorch_half_pixel"};
   std::vector<std::tuple<Geometry, Shape, std::size_t, std::size_t>> cases;

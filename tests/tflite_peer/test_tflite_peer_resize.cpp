@@ -3,8 +3,8 @@
 // never both set) and three size ratios, on uint8, int8 and float32. resize_bilinear.cc's Eval
 // sends float32 and uint8 to the generic reference_ops::ResizeBilinear<T>, whose uint8 result is
 // static_cast<uint8_t>(sum + 0.5f) (rounding_offset), and int8 to ResizeBilinearInteger: the
-// host's Resize with tflite_arithmetic = 1 (host/src/ops/resize.cpp) must equal each byte for
-// byte, worst difference 0.
+// host's Resize with tflite_arithmetic = 1 (host/src/ops/resize_tflite.cpp) must equal each byte
+// for byte, worst difference 0.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 

@@ -1,8 +1,9 @@
 // Private to the host operator library: the generic helpers (dtype dispatch, strided iteration,
 // errors), the per-call context, the functions several operator families share, and the op
 // table's row type. Each family file (elementwise.cpp, softmax.cpp, matmul.cpp, conv_pool.cpp,
-// reduce.cpp, data_movement.cpp, quantize_ops.cpp, resize.cpp, detection.cpp, tflite_arith.cpp,
-// tflite_transpose_conv.cpp) defines its operators and returns its rows;
+// reduce.cpp, data_movement.cpp, quantize_ops.cpp, resize.cpp with resize_tflite.cpp and
+// resize_ort.cpp, detection.cpp, tflite_arith.cpp, tflite_transpose_conv.cpp) defines its
+// operators and returns its rows;
 // cpu_ops.cpp joins them and implements the public entry points (host/cpu_ops.h).
 #pragma once
 
