@@ -84,6 +84,21 @@ std::set<int> s8_to_u8_pairs(const PassContext& ctx) {
   return out;
 }
 
+// The QuantizeLinear (per tensor) that is the only reader of `op`'s output, or -1: the Q end of
+// a DequantizeLinear -> op -> QuantizeLinear group.
+int sole_quantize_consumer(const PassContext& ctx, const Node& op) {
+  const Graph& g = ctx.graph;
+  const auto cons = g.consumers(op.outputs[0]);
+  if (cons.size() != 1 || ctx.is_graph_output(op.outputs[0])) return -1;
+  const Node& q = g.nodes[static_cast<std::size_t>(cons[0])];
+  return q.op_type == "QuantizeLinear" && q.domain.empty() && ctx.qdq_params(q) ? cons[0] : -1;
+}
+
+// QuantizeLinear `q`'s zero point, or a uint8 0 where the input is omitted (the spec's default).
+int quantize_zero_point(PassContext& ctx, const Node& q) {
+  return q.inputs.size() > 2 && q.inputs[2] >= 0 ? q.inputs[2] : ctx.zero_point_value(DType::UInt8);
+}
+
 // DequantizeLinear (8-bit activation, per tensor) -> Softmax -> QuantizeLinear of the same type
 // becomes furiosa::QLinearSoftmax, as ONNX Runtime fuses it (its unary QDQ selector and
 // QLinearSoftmax): its lookup table and summation round differently from the float Softmax. An
@@ -93,10 +108,9 @@ void fuse_softmax(PassContext& ctx, std::size_t i, const std::set<int>& to_u8, s
                   std::vector<bool>& dead) {
   Graph& g = ctx.graph;
   const Node op = g.nodes[i];
-  const auto cons = g.consumers(op.outputs[0]);
-  if (op.inputs.empty() || cons.size() != 1 || ctx.is_graph_output(op.outputs[0])) return;
-  const Node& q = g.nodes[static_cast<std::size_t>(cons[0])];
-  if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !ctx.qdq_params(q)) return;
+  const int qi = op.inputs.empty() ? -1 : sole_quantize_consumer(ctx, op);
+  if (qi < 0) return;
+  const Node& q = g.nodes[static_cast<std::size_t>(qi)];
   // The TFLite importer's SOFTMAX (a QuantizeLinear rounding half away from zero) is TFLite's
   // float kernel, not ORT's QLinearSoftmax.
   if (q.attributes.count("rounding") != 0) return;
@@ -115,15 +129,14 @@ void fuse_softmax(PassContext& ctx, std::size_t i, const std::set<int>& to_u8, s
   fused.op_type = "QLinearSoftmax";
   fused.domain = "furiosa";
   fused.outputs = {q.outputs[0]};
-  const int yzp = q.inputs.size() > 2 && q.inputs[2] >= 0 ? q.inputs[2] : ctx.zero_point_value(yt);
-  fused.inputs = {x[0], x[1], x[2], q.inputs[1], yzp};
+  fused.inputs = {x[0], x[1], x[2], q.inputs[1], quantize_zero_point(ctx, q)};
   const auto axis = op.attributes.find("axis");
   fused.attributes["axis"] =
       axis != op.attributes.end() ? axis->second : Attribute{std::int64_t{opset < 13 ? 1 : -1}};
   fused.attributes["opset"] = opset;
   if (xt == DType::Int8 && moved == 2) fused.attributes[std::string(kQdqS8ToU8)] = std::int64_t{1};
   g.nodes[i] = std::move(fused);
-  dead[static_cast<std::size_t>(cons[0])] = true;
+  dead[static_cast<std::size_t>(qi)] = true;
   ctx.note_entry(q, "folded", g.nodes[i].op_type,
                  "QDQ group fused into " + g.nodes[i].qualified_op());
 }
@@ -148,10 +161,9 @@ void run(PassContext& ctx) {
       continue;
     }
     if (t != "Conv" && t != "MatMul" && t != "Add" && t != "Mul" && t != "Sub" && t != "GlobalAveragePool") continue;
-    const auto cons = g.consumers(op.outputs[0]);
-    if (cons.size() != 1 || ctx.is_graph_output(op.outputs[0])) continue;
-    const Node& q = g.nodes[static_cast<std::size_t>(cons[0])];
-    if (q.op_type != "QuantizeLinear" || !q.domain.empty() || !ctx.qdq_params(q)) continue;
+    const int qi = sole_quantize_consumer(ctx, op);
+    if (qi < 0) continue;
+    const Node& q = g.nodes[static_cast<std::size_t>(qi)];
     const bool binary = t == "Add" || t == "Mul" || t == "Sub";
     const std::size_t data_inputs = t == "Conv" || t == "MatMul" || binary ? 2 : 1;
     std::vector<int> dqs;
@@ -168,7 +180,7 @@ void run(PassContext& ctx) {
         (!binary ||
          ctx.value(g.nodes[static_cast<std::size_t>(dqs[1])].inputs[0]).constant.has_value()))
       continue;
-    const int yzp = q.inputs.size() > 2 && q.inputs[2] >= 0 ? q.inputs[2] : ctx.zero_point_value(DType::UInt8);
+    const int yzp = quantize_zero_point(ctx, q);
     Node fused;
     fused.name = op.name;
     fused.index = op.index;
@@ -220,7 +232,7 @@ void run(PassContext& ctx) {
       }
     }
     g.nodes[i] = std::move(fused);
-    dead[static_cast<std::size_t>(cons[0])] = true;
+    dead[static_cast<std::size_t>(qi)] = true;
     ctx.note_entry(q, "folded", g.nodes[i].op_type, "QDQ group fused into " + g.nodes[i].qualified_op());
   }
   ctx.compact(dead);
