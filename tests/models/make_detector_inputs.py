@@ -8,8 +8,8 @@
                       TF Object Detection API's fixed_shape_resizer and MLPerf's SSD-MobileNet
                       preprocessing do), RGB, (x - 127.5) / 127.5 (the model's range [-1, 1]).
 
-Decoded and resized with Pillow (Debian `python3-pil`), written with numpy: a pure function of
-the photograph, the same files on every run.
+The letterbox is make_seg_inputs.py's. Decoded and resized with Pillow (Debian `python3-pil`),
+written with numpy: a pure function of the photograph, the same files on every run.
 
 Usage: /usr/bin/python3 tests/models/make_detector_inputs.py IMAGE.jpg OUT_DIR
 """
@@ -20,14 +20,9 @@ import sys
 import numpy as np
 from PIL import Image
 
-
-def letterbox(img, size, pad):
-    w, h = img.size
-    scale = min(size / w, size / h)
-    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
-    canvas = Image.new("RGB", (size, size), (pad, pad, pad))
-    canvas.paste(img.resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
-    return canvas
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_seg_inputs import letterbox  # noqa: E402  (the same letterbox, another padding)
 
 
 def nchw(img):
@@ -40,7 +35,7 @@ def main():
     img = Image.open(sys.argv[1]).convert("RGB")
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    yolo = nchw(letterbox(img, 640, 114)) / np.float32(255)
+    yolo = nchw(letterbox(img, 640, 114)) / np.float32(255)  # pad 114 as Ultralytics' LetterBox
     ssd = (nchw(img.resize((300, 300), Image.BILINEAR)) - np.float32(127.5)) / np.float32(127.5)
     np.save(os.path.join(out, "photo_yolo_640.npy"), yolo.astype(np.float32))
     np.save(os.path.join(out, "photo_ssd_300.npy"), ssd.astype(np.float32))

@@ -23,12 +23,14 @@ import numpy as np
 from PIL import Image
 
 
-def letterbox(img, size):
+def letterbox(img, size, pad=128):
+    """The image scaled to fit size x size keeping its aspect ratio (bilinear), centered on a
+    canvas of grey `pad`; uint8 [size, size, 3]."""
     w, h = img.size
     scale = size / max(w, h)
     nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
     resized = img.resize((nw, nh), Image.BILINEAR)
-    canvas = Image.new("RGB", (size, size), (128, 128, 128))
+    canvas = Image.new("RGB", (size, size), (pad, pad, pad))
     canvas.paste(resized, ((size - nw) // 2, (size - nh) // 2))
     return np.asarray(canvas, dtype=np.uint8)
 

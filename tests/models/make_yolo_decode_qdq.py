@@ -29,6 +29,7 @@ plus 16 objects per input seen by 3 x 3 anchors each (seeded_head).
 Usage: /usr/bin/python3 make_yolo_decode_qdq.py OUT.onnx
 Also writes the test's three inputs, OUT_input_{1,2,3}.npy (seeds 1-3 of the same distribution).
 """
+import os
 import sys
 
 import numpy as np
@@ -37,18 +38,19 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-REG_MAX, NUM_CLASSES = 16, 80
-GRIDS, STRIDES = (80, 40, 20), (8, 16, 32)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+import yolov8n  # noqa: E402  (the head's constants and anchors are the generated YOLOv8n's)
+
+REG_MAX, NUM_CLASSES = yolov8n.REG_MAX, yolov8n.NUM_CLASSES
+GRIDS = tuple(yolov8n.IMAGE // s for s in yolov8n.STRIDES)
 N = sum(g * g for g in GRIDS)  # 8400
 
 
 def anchors_and_strides():
-    points, strides = [], []
-    for g, s in zip(GRIDS, STRIDES):
-        ys, xs = np.meshgrid(np.arange(g, dtype=np.float32) + 0.5, np.arange(g, dtype=np.float32) + 0.5, indexing="ij")
-        points.append(np.stack([xs.ravel(), ys.ravel()]))
-        strides.append(np.full((1, g * g), s, np.float32))
-    return np.concatenate(points, axis=1)[None], np.concatenate(strides, axis=1)[None]
+    """models/yolov8n.py's anchor points [1, 2, N] and strides [1, 1, N]."""
+    points, strides = yolov8n.anchors_and_strides()
+    return points[None], strides[None]
 
 
 def seeded_head(seed):
