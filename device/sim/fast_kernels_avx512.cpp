@@ -26,6 +26,7 @@
 //
 // Stores avoid masked byte stores where they can (they are slow on some CPUs): whole 16/32/64
 // byte stores whose extra bytes are either rewritten later or are the row padding (zeroed).
+#include "conv_planes.h"
 #include "fast_kernels.h"
 
 // GCC 12's AVX-512 headers build masked-off operands with _mm512_undefined_*(), a

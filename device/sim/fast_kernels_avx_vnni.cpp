@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "conv_planes.h"
 #include "fast_kernels.h"
 
 #define FK2 __attribute__((target("avx2,fma,avxvnni")))

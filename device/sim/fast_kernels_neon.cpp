@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "conv_planes.h"
 #include "fast_kernels.h"
 
 #define FKN

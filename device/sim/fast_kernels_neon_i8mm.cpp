@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "conv_planes.h"
 #include "fast_kernels.h"
 
 #define FKN __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
