@@ -1,6 +1,7 @@
 // The host operator library (host/cpu_ops.h): Elementwise operators: Relu, Sigmoid, Clip, Add, Sub, Mul,
 // Div, Pow, Min, Max; the float32 functions Exp, Log, Sqrt, Tanh, Floor, Ceil, LeakyRelu,
 // HardSigmoid, HardSwish; Neg and Abs.
+#include "../float_math.h"
 #include "ops_common.h"
 
 namespace furiosa::host::detail {
@@ -28,16 +29,7 @@ std::vector<Tensor> run_relu(const Ctx& c, const OutInfos& o) {
 std::vector<Tensor> run_sigmoid(const Ctx& c, const OutInfos& o) {
   Tensor y(o[0].first, o[0].second);
   auto x = c.t(0).as<float>();
-  auto out = y.as<float>();
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float v = x[i];
-    if (v >= 0) {
-      out[i] = 1.0f / (1.0f + std::exp(-v));
-    } else {
-      const float e = std::exp(v);
-      out[i] = e / (1.0f + e);
-    }
-  }
+  sigmoid_f32(x.data(), y.as<float>().data(), static_cast<std::int64_t>(x.size()));
   return {std::move(y)};
 }
 
@@ -182,6 +174,8 @@ std::vector<Tensor> run_unary(const Ctx& c, const OutInfos& o) {
           out[i] = v < T{0} ? wrap_sub(T{0}, v) : v;
         }
       } else if constexpr (std::is_same_v<T, float>) {
+        // Exp stays glibc's expf (correctly rounded in practice), which TFLite's EXP computes too
+        // (tests/tflite_peer: byte-equal); Sigmoid and Softmax use float_math.h.
         if constexpr (op == Unary::Exp) out[i] = std::exp(v);
         if constexpr (op == Unary::Log) out[i] = std::log(v);
         if constexpr (op == Unary::Sqrt) out[i] = std::sqrt(v);

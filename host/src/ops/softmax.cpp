@@ -1,7 +1,9 @@
 // The host operator library (host/cpu_ops.h): Softmax, LogSoftmax and furiosa::QLinearSoftmax.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "../float_math.h"
 #include "ops_common.h"
 
 namespace furiosa::host::detail {
@@ -34,23 +36,44 @@ std::vector<Tensor> run_softmax(const Ctx& c, const OutInfos& o) {
   const std::int64_t n = s[axis];
   const float* x = tx.as<float>().data();
   float* y = ty.as<float>().data();
+  // Per outer index, the n rows of `inner` contiguous values are processed row by row, so each
+  // step is a contiguous loop over the inner positions: the max, y = x - max, y = e^y
+  // (exp_f32), the sums in double in the order of k (as before), then the normalization.
+  std::vector<float> mx(static_cast<std::size_t>(inner));
+  std::vector<double> sum(static_cast<std::size_t>(inner));
+  std::vector<float> norm(static_cast<std::size_t>(inner));
   for (std::int64_t a = 0; a < outer; ++a) {
+    const float* xa = x + a * n * inner;
+    float* ya = y + a * n * inner;
+    std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (std::int64_t k = 0; k < n; ++k) {
+      const float* xr = xa + k * inner;
+      for (std::int64_t i = 0; i < inner; ++i)
+        mx[static_cast<std::size_t>(i)] = std::max(mx[static_cast<std::size_t>(i)], xr[i]);
+    }
+    for (std::int64_t k = 0; k < n; ++k) {
+      const float* xr = xa + k * inner;
+      float* yr = ya + k * inner;
+      for (std::int64_t i = 0; i < inner; ++i) yr[i] = xr[i] - mx[static_cast<std::size_t>(i)];
+      exp_f32(yr, yr, inner);
+      for (std::int64_t i = 0; i < inner; ++i) sum[static_cast<std::size_t>(i)] += yr[i];
+    }
+    // LogSoftmax: x - max - log(sum); Softmax: e * (1 / sum), each factor rounded to float.
     for (std::int64_t i = 0; i < inner; ++i) {
-      const std::int64_t base = a * n * inner + i;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (std::int64_t k = 0; k < n; ++k) mx = std::max(mx, x[base + k * inner]);
-      double sum = 0;
-      for (std::int64_t k = 0; k < n; ++k) {
-        const float e = std::exp(x[base + k * inner] - mx);
-        if constexpr (!log) y[base + k * inner] = e;
-        sum += e;
-      }
-      if constexpr (log) {
-        const float ls = static_cast<float>(std::log(sum));
-        for (std::int64_t k = 0; k < n; ++k) y[base + k * inner] = x[base + k * inner] - mx - ls;
-      } else {
-        const float inv = static_cast<float>(1.0 / sum);
-        for (std::int64_t k = 0; k < n; ++k) y[base + k * inner] *= inv;
+      const auto u = static_cast<std::size_t>(i);
+      norm[u] = static_cast<float>(log ? std::log(sum[u]) : 1.0 / sum[u]);
+    }
+    for (std::int64_t k = 0; k < n; ++k) {
+      const float* xr = xa + k * inner;
+      float* yr = ya + k * inner;
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const auto u = static_cast<std::size_t>(i);
+        if constexpr (log) {
+          yr[i] = xr[i] - mx[u] - norm[u];
+        } else {
+          yr[i] *= norm[u];
+        }
       }
     }
   }

@@ -1,0 +1,78 @@
+// Branch-free float32 exp and sigmoid (float_math.h), cloned for AVX-512 and AVX2 hosts like
+// quantize.cpp; every clone computes the same IEEE operations.
+#include "float_math.h"
+
+#include <bit>
+#include <cstring>
+
+namespace furiosa::host::detail {
+namespace {
+
+// Sanitizer builds and Clang compile one plain version (see quantize.cpp: the clones' ifunc
+// resolvers run before a sanitizer runtime is initialized); other architectures one version
+// for their baseline.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(__clang__) || \
+    !defined(__x86_64__)
+#define FURIOSA_FLOAT_MATH_CLONES
+#else
+#define FURIOSA_FLOAT_MATH_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+
+constexpr float kLog2e = 1.44269504088896341f;
+// ln 2 = kLn2Hi + kLn2Lo, kLn2Hi with 9 significant bits, so n * kLn2Hi is exact for |n| <= 128.
+constexpr float kLn2Hi = 0.693359375f;
+constexpr float kLn2Lo = -2.12194440e-4f;
+constexpr float kMaxArg = 88.7228394f;   // largest x with e^x finite in float32
+constexpr float kMinArg = -87.3365479f;  // e^x below this is under FLT_MIN
+// Adding and subtracting 1.5 * 2^23 rounds |v| < 2^22 to an integer, ties to even.
+constexpr float kRoundMagic = 12582912.0f;
+
+// e^x without branches (the loops below vectorize it): x = n ln 2 + r with |r| <= ln 2 / 2,
+// e^r = 1 + r + r^2 P(r) (Cephes expf's coefficients, relative error below 2e-7 on that
+// range), then scaled by 2^n built in the exponent bits (2^(n-1) * 2 for n = 128).
+inline float exp_one(float x) {
+  const bool nan = x != x;
+  float v = nan ? 0.0f : x;
+  v = v > kMaxArg ? kMaxArg : v;
+  v = v < kMinArg ? kMinArg : v;
+  const float n = (v * kLog2e + kRoundMagic) - kRoundMagic;  // in [-126, 128]
+  const float r = (v - n * kLn2Hi) - n * kLn2Lo;
+  const float z = r * r;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
+  const auto ni = static_cast<std::int32_t>(n);
+  const std::int32_t e = ni > 127 ? 127 : ni;
+  const float scale = std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23);
+  float y = p * scale;
+  y = ni > 127 ? y * 2.0f : y;
+  y = x > kMaxArg ? __builtin_inff() : y;
+  y = x < kMinArg ? 0.0f : y;
+  return nan ? x : y;
+}
+
+FURIOSA_FLOAT_MATH_CLONES void exp_block(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = exp_one(x[i]);
+}
+
+FURIOSA_FLOAT_MATH_CLONES void sigmoid_block(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float e = exp_one(v < 0.0f ? v : -v);  // e^-|x| (NaN passes through)
+    const float d = 1.0f + e;
+    y[i] = v >= 0.0f ? 1.0f / d : e / d;
+  }
+}
+
+}  // namespace
+
+void exp_f32(const float* x, float* y, std::int64_t n) { exp_block(x, y, n); }
+
+void sigmoid_f32(const float* x, float* y, std::int64_t n) { sigmoid_block(x, y, n); }
+
+}  // namespace furiosa::host::detail
