@@ -1,6 +1,7 @@
 // One execution of a simulated device (execution.h): timeline placement, host computation,
 // counters, pacing and the fence.
 #include "execution.h"
+#include "fork_join.h"
 
 #include <fmt/format.h>
 
@@ -149,6 +150,8 @@ void execute(const SimConfig& config, const std::string& name, SimCounters& coun
     if (config.mode == SimMode::Functional) {
       region_data = task.program->acquire_region();
       const std::span<std::byte> region(region_data, primary.size());
+      // Idle compute threads of this device stand by for the kernels' intra-op jobs.
+      const ForkJoin::Section section;
       for (std::size_t i = 0; i < prog.inputs.size(); ++i) {  // Load
         const std::span<const std::byte> src = task.inputs[i];
         if (!src.empty())

@@ -49,6 +49,7 @@ void ExecutionQueue::close() {
     stopping_ = true;
     // A hung device runs nothing more: its hung and queued executions fail.
     if (hung_) aborted = take_unfinished_locked();
+    update_attention_locked();
   }
   not_empty_.notify_all();
   not_full_.notify_all();
@@ -70,6 +71,7 @@ void ExecutionQueue::submit(Task task) {
     if (faults_.lost()) throw device_lost_error(name_);
     task.index = next_execution_index_++;
     queue_.push_back(std::move(task));
+    update_attention_locked();
   }
   not_empty_.notify_one();
 }
@@ -86,6 +88,7 @@ void ExecutionQueue::reset() {
     aborted = take_unfinished_locked();
     hung_ = false;
     ++reset_generation_;
+    update_attention_locked();
   }
   counters_.count_reset();
   hang_cv_.notify_all();
@@ -130,6 +133,7 @@ void ExecutionQueue::warm_up(const std::shared_ptr<const SimLoadedProgram>& prog
     std::lock_guard lock(mu_);
     if (stopping_) return;
     for (auto& list : warm_ups_) list.push_back(w);
+    update_attention_locked();
   }
   not_empty_.notify_all();
   std::unique_lock lock(w->mu);
@@ -155,6 +159,14 @@ void ExecutionQueue::run_warm_up(WarmUp& w) {
   w.done.notify_all();
 }
 
+void ExecutionQueue::update_attention_locked() {
+  bool warm_ups = false;
+  for (const auto& list : warm_ups_) warm_ups = warm_ups || !list.empty();
+  const bool attention = stopping_ || (!queue_.empty() && !hung_) || warm_ups;
+  attention_.store(attention, std::memory_order_release);
+  if (attention) fork_join_.wake_locked();
+}
+
 bool ExecutionQueue::gate_closed() const {
   const std::string& gate = config_.gate_path;
   struct stat st {};
@@ -167,18 +179,29 @@ void ExecutionQueue::worker_loop(std::size_t me) {
   // slack would add that much to every paced completion.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
+  ForkJoin::bind_thread(config_.intra_op && config_.mode == SimMode::Functional ? &fork_join_
+                                                                                : nullptr);
+  ForkJoin::Helper helper;
   for (;;) {
     Task task;
     ExecutionTiming timing;
     {
       std::unique_lock lock(mu_);
       // A hung device takes nothing until reset() or close (load-time warm-ups still run).
-      not_empty_.wait(lock, [this, me] {
-        return stopping_ || (!queue_.empty() && !hung_) || !warm_ups_[me].empty();
+      // Intra-op jobs of a sibling's kernel come first: an execution is waiting for them.
+      not_empty_.wait(lock, [this, me, &helper] {
+        return stopping_ || (!queue_.empty() && !hung_) || !warm_ups_[me].empty() ||
+               fork_join_.wanted();
       });
+      if (!stopping_ && (queue_.empty() || hung_) && warm_ups_[me].empty()) {
+        lock.unlock();  // only an execution's kernels need this thread: help with their jobs
+        fork_join_.stand_by(helper, attention_);
+        continue;
+      }
       if (!warm_ups_[me].empty()) {
         std::shared_ptr<WarmUp> w = std::move(warm_ups_[me].front());
         warm_ups_[me].pop_front();
+        update_attention_locked();
         lock.unlock();
         run_warm_up(*w);
         continue;
@@ -191,6 +214,7 @@ void ExecutionQueue::worker_loop(std::size_t me) {
       }
       task = std::move(queue_.front());
       queue_.pop_front();
+      update_attention_locked();
       if (faults_.lost()) {
         task.fault = SimFaultKind::Lost;
       } else {
@@ -201,6 +225,7 @@ void ExecutionQueue::worker_loop(std::size_t me) {
         // The fence stays unsignalled until reset() or close fails it; the inputs and
         // outputs are never touched.
         hung_ = true;
+        update_attention_locked();
         not_full_.notify_one();
         hung_task_ = Task{nullptr, {}, {}, task.fence, task.index, task.fault};
         const std::uint64_t generation = reset_generation_;
@@ -208,6 +233,7 @@ void ExecutionQueue::worker_loop(std::size_t me) {
         if (hung_task_ && hung_task_->fence == task.fence) {  // closing: nobody reset it
           hung_task_.reset();
           hung_ = false;
+          update_attention_locked();
           lock.unlock();
           task.fence->fail(closed_while_hung());
         }

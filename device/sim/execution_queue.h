@@ -12,10 +12,14 @@
 // executions) or close; a lost device fails that and every later execution with DeviceNotFound
 // and refuses submits and resets.
 //
+// Intra-op parallelism (SimConfig::intra_op): a compute thread waiting for work also waits for
+// the fork-join jobs of the kernels its sibling computes (fork_join.h) and helps with them first.
+//
 // Test gate (SimConfig::gate_path): while nothing exists at the path, executions stay queued.
 // Load-time warm-ups are not held, and a closing queue ignores the gate and drains.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "execution.h"
+#include "fork_join.h"
 #include "furiosa/device/device.h"
 #include "furiosa/device/sim.h"
 #include "sim_counters.h"
@@ -81,6 +86,8 @@ class ExecutionQueue {
   bool gate_closed() const;
   /// Removes the hung execution and every queued one (mu_ held); returns their fences.
   std::vector<std::shared_ptr<Fence>> take_unfinished_locked();
+  /// Recomputes attention_ (mu_ held) and wakes stand-by threads when it is set.
+  void update_attention_locked();
   /// Error(SessionClosed) for an execution of a device closed while hung.
   std::exception_ptr closed_while_hung() const;
 
@@ -105,6 +112,11 @@ class ExecutionQueue {
   bool hung_ = false;              // an execution hangs: nothing more is taken
   std::optional<Task> hung_task_;  // the hung execution (its fence), until reset or close
   std::uint64_t reset_generation_ = 0;
+
+  ForkJoin fork_join_{mu_, not_empty_};  // the compute threads' intra-op jobs
+  /// Some compute thread has work of its own (an execution to take, a warm-up, closing): threads
+  /// standing by for intra-op jobs return to the queue. Set by update_attention_locked().
+  std::atomic<bool> attention_{false};
 
   std::vector<std::thread> workers_;  // started last, in the constructor body
 };

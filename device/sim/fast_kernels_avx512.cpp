@@ -28,6 +28,7 @@
 // byte stores whose extra bytes are either rewritten later or are the row padding (zeroed).
 #include "conv_planes.h"
 #include "fast_kernels.h"
+#include "fork_join.h"
 
 // GCC 12's AVX-512 headers build masked-off operands with _mm512_undefined_*(), a
 // self-initialised variable that -Wmaybe-uninitialized reports wherever such an intrinsic is

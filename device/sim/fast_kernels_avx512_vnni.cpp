@@ -11,6 +11,7 @@
 
 #include "conv_planes.h"
 #include "fast_kernels.h"
+#include "fork_join.h"
 
 #define FK2 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define FK2_VNNI 1

@@ -9,6 +9,8 @@
 //   FURIOSA_SIM_MIN_EXECUTION_US   host-side floor of each execution (0..600000000, default 0)
 //   FURIOSA_SIM_GATE               test gate: executions are taken only while this path exists
 //   FURIOSA_SIM_ISA                kernel level (checked here, read by the kernels)
+//   FURIOSA_SIM_COMPUTE_THREADS    host threads per device (default 2, allowed 1..64)
+//   FURIOSA_SIM_INTRA_OP           1: kernels share idle compute threads (default), 0: not
 //   FURIOSA_SIM_LOCK_DIR           directory of the system-wide PE locks ("off": none; default
 //                                  sim_default_lock_dir())
 // An empty variable counts as unset; any other value that is not an integer in range makes the
@@ -49,6 +51,9 @@ SimConfig sim_config_from_environment() {
   SimConfig config;
   config.cards = env_int("FURIOSA_SIM_CARDS", config.cards, 0, 256);
   config.pes_per_card = env_int("FURIOSA_SIM_PES_PER_CARD", config.pes_per_card, 1, 64);
+  config.compute_threads =
+      env_int("FURIOSA_SIM_COMPUTE_THREADS", config.compute_threads, 1, 64);
+  config.intra_op = env_int("FURIOSA_SIM_INTRA_OP", config.intra_op ? 1 : 0, 0, 1) == 1;
   if (const char* faults = std::getenv("FURIOSA_SIM_FAULTS");
       faults != nullptr && *faults != '\0') {
     try {

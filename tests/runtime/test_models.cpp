@@ -10,6 +10,7 @@
 
 #include "furiosa/compiler/onnx_import.h"
 #include "furiosa/compiler/compiler.h"
+#include "furiosa/device/sim.h"
 #include "furiosa/runtime/runner.h"
 #include "test_support.h"
 
@@ -196,5 +197,40 @@ TEST_CASE("describe_model gives a runner's inputs and outputs without opening a 
     FAIL("describe_model accepted a missing file");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::ModelLoadFailed);
+  }
+}
+
+TEST_CASE("intra-op: kernels shared between compute threads give the bytes of one thread",
+          "[models][intra_op]") {
+  // SimConfig::intra_op splits convolutions between a device's idle compute threads
+  // (device/sim/fork_join.h). Whichever thread computes which channels, the outputs must be the
+  // bytes of a device that never splits. Several inferences, so some run while the second
+  // thread stands by (which chunks it takes is up to the scheduler; tests/device/
+  // test_fork_join.cpp makes the sharing itself deterministic).
+  const fs::path model = test::shared_model("onnx-zoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx");
+  // The zoo's input and a darker copy of it.
+  std::vector<Tensor> inputs{compiler::load_tensor_pb(model.parent_path() / "test_data_set_0/input_0.pb")};
+  inputs.push_back(inputs[0]);
+  for (float& v : inputs[1].as<float>()) v *= 0.5f;
+  std::vector<std::vector<Tensor>> outputs[2];
+  for (const bool intra_op : {false, true}) {
+    device::SimConfig config;
+    config.intra_op = intra_op;
+    config.compute_threads = 2;
+    auto driver = device::create_sim_driver(config);
+    runtime::RunnerOptions o;
+    o.driver = driver.get();
+    o.device = "npu0pe0-1";
+    auto runner = runtime::create_runner(model, o);
+    for (int round = 0; round < 3; ++round) {
+      for (const Tensor& x : inputs) outputs[intra_op ? 1 : 0].push_back(runner->run({x}));
+    }
+  }
+  REQUIRE(outputs[0].size() == outputs[1].size());
+  for (std::size_t i = 0; i < outputs[0].size(); ++i) {
+    INFO("inference " << i);
+    REQUIRE(outputs[0][i].size() == 1);
+    CHECK(std::equal(outputs[0][i][0].bytes().begin(), outputs[0][i][0].bytes().end(),
+                     outputs[1][i][0].bytes().begin(), outputs[1][i][0].bytes().end()));
   }
 }

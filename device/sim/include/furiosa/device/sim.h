@@ -152,6 +152,13 @@ struct SimConfig {
   /// Host threads per device file that run executions. Executions of one device never overlap
   /// on the modelled timeline, but their functional computation may overlap on the host.
   int compute_threads = 2;
+  /// Intra-op parallelism (functional mode): a kernel computed on one compute thread splits its
+  /// work (convolutions by output channels, depthwise convolutions by channels) with the
+  /// device's compute threads that are idle at that moment, so one inference at a time uses
+  /// up to compute_threads cores, as ONNX Runtime's intra_op_num_threads does; several
+  /// inferences at once use one thread each. Outputs are the same bytes either way
+  /// (device/sim/fork_join.h). Environment: FURIOSA_SIM_INTRA_OP=0|1.
+  bool intra_op = true;
   /// Per-kernel-kind host counters (functional mode; sim-bench): each device counts, per kernel
   /// kind, the kernels it ran, the host time spent computing them and their MACs, in
   /// DeviceCounters::backend_counters as `sim.kernels.<kernel name>.calls`, `.host_ns` and
