@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
 # Issue 8's speed target, measured on this machine: median latency of ONNX Runtime 1.30 (CPU
-# execution provider, one intra-op thread, batch 1) against
+# execution provider, one intra-op thread unless -t, batch 1) against
 # `furiosa-run --bench --mode sync --workers 1 --sim-pacing off` on the same models, in
 # alternating rounds so that both see the same machine load. Prints one row per round and
 # model, then the median of the rounds and our latency as a fraction of ONNX Runtime's, per
 # simulator kernel level (issue 29's table: the CPU model and its SIMD flags are printed with it).
 #
 # Usage: tools/ort-compare/compare.sh [-b BUILD_DIR] [-r ROUNDS] [-n RUNS] [-i LEVELS]
-#                                     [MODEL.onnx ...]
+#                                     [-t THREADS] [MODEL.onnx ...]
 # Defaults: build, 3 rounds, 300 runs, the level `auto` picks, mobilenetv2-12-int8 and
 # shufflenet-v2-12-int8 from ../shared/models. LEVELS: comma-separated FURIOSA_SIM_ISA values
 # (e.g. avx2,avx512), each measured in the same alternating rounds, or `all` (every level this
-# CPU has). Needs node and npm; onnxruntime-node is installed into BUILD_DIR/ort-compare
-# (npm --ignore-scripts: its install script only fetches GPU libraries, which are not used).
+# CPU has). THREADS (default 1): ONNX Runtime's intra-op threads and the simulator's compute
+# threads (FURIOSA_SIM_COMPUTE_THREADS, intra-op parallelism on), the same number. Needs node
+# and npm; onnxruntime-node is installed into BUILD_DIR/ort-compare (npm --ignore-scripts: its
+# install script only fetches GPU libraries, which are not used).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build="$root/build" rounds=3 runs=300 levels=auto
-while getopts "b:r:n:i:" opt; do
+build="$root/build" rounds=3 runs=300 levels=auto threads=1
+while getopts "b:r:n:i:t:" opt; do
   case $opt in
     b) build=$(cd "$OPTARG" && pwd) ;;
     r) rounds=$OPTARG ;;
     n) runs=$OPTARG ;;
     i) levels=$OPTARG ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    t) threads=$OPTARG ;;
+    *) sed -n '2,18p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -65,9 +68,10 @@ for r in $(seq "$rounds"); do
   for m in "${models[@]}"; do
     name=$(basename "$m" .onnx)
     for level in "${level_list[@]}"; do
-      ort_ms=$(node "$work/ort_bench.js" "$m" "$runs" |
+      ort_ms=$(node "$work/ort_bench.js" "$m" "$runs" "$threads" |
                python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')
-      FURIOSA_SIM_ISA=$level "$run" "$m" --bench --mode sync --workers 1 --sim-pacing off \
+      FURIOSA_SIM_ISA=$level FURIOSA_SIM_COMPUTE_THREADS=$threads FURIOSA_SIM_INTRA_OP=1 \
+        "$run" "$m" --bench --mode sync --workers 1 --sim-pacing off \
         -n "$runs" --json "$work/ours.json" > /dev/null 2>&1
       our_ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["latency_us"]["p50"] / 1000)' "$work/ours.json")
       printf "%-28s %-12s %5s %12.3f %12.3f\n" "$name" "$level" "$r" "$ort_ms" "$our_ms"
@@ -75,7 +79,7 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-python3 - "$results" <<'PY'
+python3 - "$results" "$threads" <<'PY'
 import statistics, sys
 rows, levels = {}, []
 for line in open(sys.argv[1]):
@@ -95,7 +99,7 @@ try:
 except OSError:
     pass
 print()
-print(f"CPU: {cpu} ({' '.join(flags) or 'no x86 SIMD flags listed'})")
+print(f"CPU: {cpu} ({' '.join(flags) or 'no x86 SIMD flags listed'}); threads: {sys.argv[2]}")
 print(f"{'model':28} " + " ".join(f"{l + ' / ORT':>16}" for l in levels) + f" {'ORT median':>12}")
 for name, by_level in rows.items():
     ort = statistics.median(p[0] for pairs in by_level.values() for p in pairs)

@@ -1,21 +1,23 @@
-// Times ONNX Runtime's CPU execution provider on one model, batch 1, one intra-op thread, the
-// setting of issue 8's target. Prints one JSON line: {"model", "ort", "runs", "p10_ms",
-// "median_ms", "p90_ms"}. Inputs are uniform random floats (timing does not depend on them).
+// Times ONNX Runtime's CPU execution provider on one model, batch 1, with THREADS intra-op
+// threads (default 1, the setting of issue 8's target). Prints one JSON line: {"model", "ort",
+// "runs", "threads", "p10_ms", "median_ms", "p90_ms"}. Inputs are uniform random floats (timing
+// does not depend on them).
 //
-// Usage: node ort_bench.js MODEL.onnx [RUNS]
+// Usage: node ort_bench.js MODEL.onnx [RUNS] [THREADS]
 'use strict';
 const ort = require('onnxruntime-node');
 
 async function main() {
   const model = process.argv[2];
   const runs = parseInt(process.argv[3] || '300', 10);
-  if (!model || !(runs > 0)) {
-    console.error('usage: node ort_bench.js MODEL.onnx [RUNS]');
+  const threads = parseInt(process.argv[4] || '1', 10);
+  if (!model || !(runs > 0) || !(threads > 0)) {
+    console.error('usage: node ort_bench.js MODEL.onnx [RUNS] [THREADS]');
     process.exit(2);
   }
   const session = await ort.InferenceSession.create(model, {
     executionProviders: ['cpu'],
-    intraOpNumThreads: 1,
+    intraOpNumThreads: threads,
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
   });
@@ -40,6 +42,7 @@ async function main() {
     model,
     ort: require('onnxruntime-node/package.json').version,
     runs,
+    threads,
     p10_ms: at(0.1),
     median_ms: at(0.5),
     p90_ms: at(0.9),
