@@ -327,6 +327,11 @@ TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][co
       {1, 4, 30, 90, 4, 3, 3, 4, {1, 1, 1, 1}, {5, 5}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
       // grouped, not depthwise
       {1, 12, 9, 23, 18, 3, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      // long K (ResNet-50's last stages): 3 x 3 over 520 channels at 7 x 7 (one tile of whole
+      // rows), over 300 channels at 14 x 14 (dense tiles); 1 x 1 over 1030 channels
+      {1, 520, 7, 7, 40, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      {1, 300, 14, 14, 27, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, U8, I8, L, L, true, true, false, 1.0f},
+      {1, 1030, 7, 7, 13, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, I8, I8, U8, L, L, true, true, false, 1.0f},
       // huge multipliers: everything saturates, both ends
       {1, 9, 10, 10, 13, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1e6f},
       {1, 9, 10, 10, 9, 3, 3, 9, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, I8, L, L, true, true, true, 1e6f},
