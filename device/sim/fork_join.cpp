@@ -80,12 +80,13 @@ void ForkJoin::stand_by(Helper& me, const std::atomic<bool>& attention) {
   standing_by_.fetch_add(1, std::memory_order_seq_cst);
   auto last_job = std::chrono::steady_clock::now();
   for (int polls = 1; !attention.load(std::memory_order_acquire); ++polls) {
-    Job* job = job_.load(std::memory_order_acquire);
-    if (job != nullptr && job->id != me.seen) {
-      // Registered in active_ before the job is read again, so its poster (which clears job_
-      // and then waits for active_ to drop to 0) cannot retire it while this thread uses it.
+    if (job_id_.load(std::memory_order_acquire) != me.seen &&
+        job_.load(std::memory_order_acquire) != nullptr) {
+      // A job this thread has not helped. Registered in active_ before the job is read, so its
+      // poster (which clears job_ and then waits for active_ to drop to 0) cannot retire it
+      // while this thread uses it; nothing of the job is read before that.
       active_.fetch_add(1, std::memory_order_seq_cst);
-      if (job_.load(std::memory_order_seq_cst) == job && job->id != me.seen) {
+      if (Job* job = job_.load(std::memory_order_seq_cst); job != nullptr && job->id != me.seen) {
         me.seen = job->id;
         run_chunks(*job);
       }
@@ -101,9 +102,9 @@ void ForkJoin::stand_by(Helper& me, const std::atomic<bool>& attention) {
     std::unique_lock lock(mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     standby_cv_.wait(lock, [&] {
-      Job* j = job_.load(std::memory_order_seq_cst);
-      return (j != nullptr && j->id != me.seen) || !wanted() ||
-             attention.load(std::memory_order_acquire);
+      return (job_id_.load(std::memory_order_seq_cst) != me.seen &&
+              job_.load(std::memory_order_seq_cst) != nullptr) ||
+             !wanted() || attention.load(std::memory_order_acquire);
     });
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     last_job = std::chrono::steady_clock::now();
@@ -130,6 +131,7 @@ void ForkJoin::run(std::int64_t n, std::int64_t grain, ParallelBody body, void* 
     body(ctx, 0, n);  // another execution's job is running: no helper to spare
     return;
   }
+  job_id_.store(job.id, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard lock(mu_);
     standby_cv_.notify_all();

@@ -101,6 +101,9 @@ class ForkJoin {
   std::atomic<int> sleepers_{0};        // of those, asleep on standby_cv_
   std::atomic<int> active_{0};          // helpers that may be reading the posted job
   std::atomic<Job*> job_{nullptr};      // the posted job
+  /// Id of the last job posted: helpers compare it with the last one they helped before they
+  /// touch job_'s pointee (a retired job's memory may already hold the next one).
+  std::atomic<std::uint64_t> job_id_{0};
   std::atomic<std::uint64_t> next_id_{0};
 };
 
