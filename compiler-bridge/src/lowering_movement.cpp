@@ -42,16 +42,12 @@ void Lowering::emit_qconcat(const Node& n) {
   auto yq = scalar_quant(g_, n, 0, 1);
   std::int64_t axis = n.attr_int("axis", 0);
   if (axis < 0) axis += static_cast<std::int64_t>(yv.shape.size());
-  // In the layout of the first tensor, as emit_concat: a 4-D concatenation of convolution
-  // outputs (YOLOv8's C2f blocks) stays lowered, with no relayout of its inputs and output.
-  const auto layout = n.inputs.size() > 2 ? movement_layout(n.inputs[2], yv.shape)
-                                          : isa::Layout::Linear;
   std::vector<isa::TensorRef> ins;
   for (std::size_t i = 2; i + 2 < n.inputs.size(); i += 3) {
     auto xq = scalar_quant(g_, n, i + 1, i + 2);
-    auto x = device_value(n.inputs[i], layout, n);
+    auto x = device_value(n.inputs[i], isa::Layout::Linear, n);
     if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
-      auto r = alloc_activation(yv.dtype, x.shape, layout);
+      auto r = alloc_activation(yv.dtype, x.shape, isa::Layout::Linear);
       push_kernel({.kind = isa::KernelKind::Requantize,
                    .node_name = n.name,
                    .operator_index = n.index,
@@ -63,7 +59,7 @@ void Lowering::emit_qconcat(const Node& n) {
     }
     ins.push_back(x);
   }
-  auto y = alloc_activation(yv.dtype, yv.shape, layout);
+  auto y = alloc_activation(yv.dtype, yv.shape, isa::Layout::Linear);
   push_kernel({.kind = isa::KernelKind::Concat,
                .node_name = n.name,
                .operator_index = n.index,
