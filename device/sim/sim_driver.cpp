@@ -8,11 +8,13 @@
 //   loaded_program.cpp   a program loaded on a device, its cost model and regions
 //   execution_queue.cpp  the device's in-order queue and compute threads, hangs and reset
 //   execution.cpp        one execution: timeline placement, host computation, pacing, fence
+//   fork_join.cpp        intra-op parallelism: kernels' jobs shared with idle compute threads
 //   sim_faults.cpp       the fault spec and the per-device fault decisions
 //   sim_counters.cpp     the per-device counters and their publication in the lock files
 //   timing.cpp           the timing model
 //   kernels/             the functional kernels, one file per family (kernels.h: interface);
-//                        fast_kernels*.cpp / *.inc their vectorized versions per ISA level
+//                        fast_kernels*.cpp / *.inc their vectorized versions per ISA level,
+//                        conv_planes.cpp the padded phase planes their convolutions read
 //
 // Lifetime: the driver, its Devices and their LoadedPrograms share one SimState through
 // shared_ptr, so a Device still releases its cores correctly when it outlives the driver.
