@@ -188,8 +188,9 @@ void ExecutionQueue::worker_loop(std::size_t me) {
     {
       std::unique_lock lock(mu_);
       // A hung device takes nothing until reset() or close (load-time warm-ups still run).
-      // Intra-op jobs of a sibling's kernel come first: an execution is waiting for them.
-      not_empty_.wait(lock, [this, me, &helper] {
+      // With nothing of its own to do while a sibling computes an execution, the thread stands
+      // by for that execution's intra-op jobs (fork_join.h).
+      not_empty_.wait(lock, [this, me] {
         return stopping_ || (!queue_.empty() && !hung_) || !warm_ups_[me].empty() ||
                fork_join_.wanted();
       });
