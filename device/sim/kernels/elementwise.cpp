@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fork_join.h"
 #include "furiosa/host/lookup_table.h"
 
 namespace furiosa::device::sim::detail {
@@ -137,6 +138,28 @@ void binary_elementwise(const BinaryOperands& o, ElemFn&& elem) {
 
 }  // namespace
 
+namespace {
+
+// A fast QLinearAdd over evenly spaced rows, for parallel_for: rows [r0, r1) of the job.
+struct AddRowsJob {
+  const fast::Kernels* fk;
+  const fast::AddParamsF* p;
+  const std::byte* a;
+  std::int64_t a_pitch;
+  const std::byte* b;
+  std::int64_t b_pitch;
+  std::byte* y;
+  std::int64_t y_pitch, width, y_pad;
+};
+
+void add_rows_chunk(void* ctx, std::int64_t r0, std::int64_t r1) {
+  const AddRowsJob& j = *static_cast<const AddRowsJob*>(ctx);
+  j.fk->add_rows(*j.p, j.a + r0 * j.a_pitch, j.a_pitch, j.b + r0 * j.b_pitch, j.b_pitch,
+                 j.y + r0 * j.y_pitch, j.y_pitch, r1 - r0, j.width, j.y_pad);
+}
+
+}  // namespace
+
 // LowLevelAdd (com.microsoft QLinearAdd) with numpy-style broadcasting of equal-rank operands.
 void add(const isa::Kernel& kernel, std::span<std::byte> region) {
   const auto& p = params_of<isa::AddParams>(kernel);
@@ -228,8 +251,13 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
     if (even(sv) && even(ss) && even(o.sy)) {
       std::int64_t rows = 1;
       for (std::size_t d = 0; d < outer_rank; ++d) rows *= o.dims[d];
-      fk->add_rows(fast_params, v_data, sv[outer_rank - 1], s_data, ss[outer_rank - 1], o.y,
-                   o.sy[outer_rank - 1], rows, inner, o.y_pad);
+      // The rows are split between the device's idle compute threads (fork_join.h).
+      AddRowsJob job{fk,     &fast_params,
+                     v_data, sv[outer_rank - 1],
+                     s_data, ss[outer_rank - 1],
+                     o.y,    o.sy[outer_rank - 1],
+                     inner,  o.y_pad};
+      parallel_for(rows, std::max<std::int64_t>(64, rows / 8), &add_rows_chunk, &job);
       return;
     }
   }
