@@ -153,7 +153,8 @@ struct SimConfig {
   /// on the modelled timeline, but their functional computation may overlap on the host.
   int compute_threads = 2;
   /// Intra-op parallelism (functional mode): a kernel computed on one compute thread splits its
-  /// work (convolutions by output channels, depthwise convolutions by channels) with the
+  /// work (convolutions by output channels, depthwise convolutions by channels, additions by
+  /// rows) with the
   /// device's compute threads that are idle at that moment, so one inference at a time uses
   /// up to compute_threads cores, as ONNX Runtime's intra_op_num_threads does; several
   /// inferences at once use one thread each. Outputs are the same bytes either way
