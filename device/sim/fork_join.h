@@ -30,6 +30,13 @@ using ParallelBody = void (*)(void* ctx, std::int64_t begin, std::int64_t end);
 /// exception a chunk threw. Bodies must only write state that belongs to their chunk.
 void parallel_for(std::int64_t n, std::int64_t grain, ParallelBody body, void* ctx);
 
+/// The chunk size (grain) of a parallel_for over `n` items: about an eighth of them, so that the
+/// threads that help balance their loads, and at least `at_least`, so that a chunk's fixed
+/// cost (a plane to pad, weights to prepare) stays small next to its work.
+constexpr std::int64_t chunk_grain(std::int64_t n, std::int64_t at_least) {
+  return n / 8 > at_least ? n / 8 : at_least;
+}
+
 /// The fork-join state of one device's compute threads. Idle threads wait on the owner's
 /// (the execution queue's) mutex and condition variable, which a Section's start notifies.
 /// Thread-safe.

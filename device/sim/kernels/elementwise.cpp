@@ -257,7 +257,7 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region) {
                      s_data, ss[outer_rank - 1],
                      o.y,    o.sy[outer_rank - 1],
                      inner,  o.y_pad};
-      parallel_for(rows, std::max<std::int64_t>(64, rows / 8), &add_rows_chunk, &job);
+      parallel_for(rows, chunk_grain(rows, 64), &add_rows_chunk, &job);
       return;
     }
   }
