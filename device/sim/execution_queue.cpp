@@ -36,6 +36,7 @@ ExecutionQueue::ExecutionQueue(const SimConfig& config, const DeviceFile& file,
       faults_(config.faults, name_) {
   const int threads = std::max(config_.compute_threads, 1);
   warm_ups_.resize(static_cast<std::size_t>(threads));
+  waiting_.assign(static_cast<std::size_t>(threads), false);
   for (int i = 0; i < threads; ++i)
     workers_.emplace_back([this, i] { worker_loop(static_cast<std::size_t>(i)); });
 }
@@ -61,6 +62,7 @@ void ExecutionQueue::close() {
 }
 
 void ExecutionQueue::submit(Task task) {
+  bool wake_all = false;
   {
     std::unique_lock lock(mu_);
     const std::size_t capacity = std::max<std::size_t>(config_.queue_capacity, 1);
@@ -72,8 +74,21 @@ void ExecutionQueue::submit(Task task) {
     task.index = next_execution_index_++;
     queue_.push_back(std::move(task));
     update_attention_locked();
+    // The thread that ran the last execution is the one to wake when it waits (see
+    // may_take_locked()); one notify_one could wake another, which would then wait again.
+    wake_all = last_runner_ < waiting_.size() && waiting_[last_runner_];
   }
-  not_empty_.notify_one();
+  if (wake_all) {
+    not_empty_.notify_all();
+  } else {
+    not_empty_.notify_one();
+  }
+}
+
+bool ExecutionQueue::may_take_locked(std::size_t me) const {
+  if (queue_.empty()) return false;
+  if (stopping_ || last_runner_ >= waiting_.size() || last_runner_ == me) return true;
+  return !waiting_[last_runner_];  // busy (or about to look at the queue itself): anyone may
 }
 
 void ExecutionQueue::reset() {
@@ -190,11 +205,13 @@ void ExecutionQueue::worker_loop(std::size_t me) {
       // A hung device takes nothing until reset() or close (load-time warm-ups still run).
       // With nothing of its own to do while a sibling computes an execution, the thread stands
       // by for that execution's intra-op jobs (fork_join.h).
+      waiting_[me] = true;
       not_empty_.wait(lock, [this, me] {
-        return stopping_ || (!queue_.empty() && !hung_) || !warm_ups_[me].empty() ||
+        return stopping_ || (may_take_locked(me) && !hung_) || !warm_ups_[me].empty() ||
                fork_join_.wanted();
       });
-      if (!stopping_ && (queue_.empty() || hung_) && warm_ups_[me].empty()) {
+      waiting_[me] = false;
+      if (!stopping_ && (!may_take_locked(me) || hung_) && warm_ups_[me].empty()) {
         lock.unlock();  // only an execution's kernels need this thread: help with their jobs
         fork_join_.stand_by(helper, attention_);
         continue;
@@ -215,6 +232,7 @@ void ExecutionQueue::worker_loop(std::size_t me) {
       }
       task = std::move(queue_.front());
       queue_.pop_front();
+      last_runner_ = me;
       update_attention_locked();
       if (faults_.lost()) {
         task.fault = SimFaultKind::Lost;

@@ -12,6 +12,15 @@
 // executions) or close; a lost device fails that and every later execution with DeviceNotFound
 // and refuses submits and resets.
 //
+// Affinity: the thread that took the last execution takes the next one when it is waiting for
+// work; the others take it only while that thread is busy. The next execution then finds the
+// program's constants and the region's activations in that core's caches; waking the
+// longest-waiting thread instead (a condition variable's usual order) alternates the threads
+// of a synchronous caller, each execution on the core that did not run the last one: on a
+// 2-vCPU AMD EPYC VM whose cores share no cache, two compute threads without intra-op
+// parallelism ran MobileNetV2 10% slower than one that way, 2-6% with this rule (noisy
+// machine; docs/devices.md).
+//
 // Intra-op parallelism (SimConfig::intra_op): a compute thread waiting for work also waits for
 // the fork-join jobs of the kernels its sibling computes (fork_join.h) and helps with them first.
 //
@@ -86,6 +95,9 @@ class ExecutionQueue {
   bool gate_closed() const;
   /// Removes the hung execution and every queued one (mu_ held); returns their fences.
   std::vector<std::shared_ptr<Fence>> take_unfinished_locked();
+  /// Whether compute thread `me` may take the queue's head now (mu_ held): something is queued,
+  /// and `me` took the last execution, or that thread is not waiting for work (see Affinity).
+  bool may_take_locked(std::size_t me) const;
   /// Recomputes attention_ (mu_ held) and wakes stand-by threads when it is set.
   void update_attention_locked();
   /// Error(SessionClosed) for an execution of a device closed while hung.
@@ -104,6 +116,10 @@ class ExecutionQueue {
   std::uint64_t next_execution_index_ = 0;  // (mu_)
   /// Per compute thread: load-time warm-ups it has still to run (mu_).
   std::vector<std::deque<std::shared_ptr<WarmUp>>> warm_ups_;
+  /// Per compute thread: blocked waiting for work (mu_).
+  std::vector<bool> waiting_;
+  /// The compute thread that took the last execution; none yet when >= waiting_.size() (mu_).
+  std::size_t last_runner_ = static_cast<std::size_t>(-1);
   std::int64_t timeline_ns_ = 0;  // device clock: end of the last placed execution (mu_)
 
   // Fault injection state (mu_).
