@@ -27,14 +27,26 @@ inline void relax() {
 // slice.
 constexpr auto kSpin = std::chrono::microseconds(200);
 
+std::atomic<bool> g_reverse_inline_chunks{false};  // set_reverse_inline_chunks()
+
 }  // namespace
 
 void ForkJoin::bind_thread(ForkJoin* fj) { t_fork_join = fj; }
 
+void set_reverse_inline_chunks(bool on) { g_reverse_inline_chunks.store(on); }
+
 void parallel_for(std::int64_t n, std::int64_t grain, ParallelBody body, void* ctx) {
   if (n <= 0) return;
   if (t_fork_join == nullptr) {
-    body(ctx, 0, n);
+    if (!g_reverse_inline_chunks.load(std::memory_order_relaxed) || grain <= 0) {
+      body(ctx, 0, n);
+      return;
+    }
+    for (std::int64_t end = n; end > 0;) {  // the chunks run() would make, last first
+      const std::int64_t begin = (end - 1) / grain * grain;
+      body(ctx, begin, end);
+      end = begin;
+    }
     return;
   }
   t_fork_join->run(n, grain, body, ctx);

@@ -30,6 +30,12 @@ using ParallelBody = void (*)(void* ctx, std::int64_t begin, std::int64_t end);
 /// exception a chunk threw. Bodies must only write state that belongs to their chunk.
 void parallel_for(std::int64_t n, std::int64_t grain, ParallelBody body, void* ctx);
 
+/// For tests, process-wide (off by default): parallel_for() on a thread bound to no ForkJoin
+/// runs the chunks one at a time, last first, instead of the whole range at once, so that a
+/// kernel whose chunks are not independent (one writing bytes another owns, a chunk reading
+/// what an earlier one wrote) gives different bytes deterministically.
+void set_reverse_inline_chunks(bool on);
+
 /// The chunk size (grain) of a parallel_for over `n` items: about an eighth of them, so that the
 /// threads that help balance their loads, and at least `at_least`, so that a chunk's fixed
 /// cost (a plane to pad, weights to prepare) stays small next to its work.

@@ -26,6 +26,7 @@
 
 #include "device_test_util.h"
 #include "fast_kernels.h"
+#include "fork_join.h"
 #include "kernels.h"
 
 using namespace furiosa;
@@ -289,6 +290,40 @@ TEST_CASE("Fast depthwise conv matches the reference on random shapes",
           "[device][kernels][fast][conv]") {
   std::mt19937 rng(77);
   for (int i = 0; i < 150; ++i) run_conv_case(random_conv(rng, true), 5000 + i);
+}
+
+// Intra-op parallelism splits a convolution into chunks (of channels, blocks of output channels
+// or B's rows) that must be independent: run them one at a time, last first, and the bytes stay
+// the same (a chunk writing past its end into the next one's part would be overwritten when the
+// chunks run in order, and shows here).
+TEST_CASE("Fast conv gives the same bytes with its chunks run last first",
+          "[device][kernels][fast][conv]") {
+  struct Reverse {
+    Reverse() { furiosa::device::sim::set_reverse_inline_chunks(true); }
+    ~Reverse() { furiosa::device::sim::set_reverse_inline_chunks(false); }
+  } reverse;
+  std::mt19937 rng(4242);
+  for (int i = 0; i < 60; ++i) run_conv_case(random_conv(rng, i % 3 == 0), 12000 + i);
+  const auto U8 = DType::UInt8, I8 = DType::Int8;
+  const auto L = Layout::LoweredNCHW;
+  // clang-format off
+  const std::vector<ConvSpec> specs = {
+      // rows of 7 (9 per tile of 64 slots), 14 and 28
+      {1, 20, 28, 7, 24, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      {1, 24, 28, 28, 30, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, true, false, 1.0f},
+      {1, 200, 28, 28, 20, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, true, false, 1.0f},
+      {1, 170, 14, 14, 20, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, U8, I8, L, L, true, true, false, 1.0f},
+      // dense tiles over rows of 56 and of 13 (linear), segments of 112
+      {1, 80, 56, 56, 12, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, true, false, 1.0f},
+      {1, 70, 40, 13, 12, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, Layout::Linear, Layout::Linear, true, true, false, 1.0f},
+      {1, 16, 9, 112, 20, 1, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, true, false, 1.0f},
+      // depthwise over many rows
+      {1, 12, 60, 60, 12, 3, 3, 12, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
+      {1, 12, 61, 33, 12, 3, 3, 12, {1, 1, 1, 1}, {2, 2}, {1, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+  };
+  // clang-format on
+  std::uint32_t seed = 13000;
+  for (const auto& s : specs) run_conv_case(s, seed++);
 }
 
 TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][conv]") {
