@@ -143,7 +143,8 @@ std::vector<std::pair<DType, Shape>> cpu_op_infer(const Node& node,
   return infer_checked(op, c);
 }
 
-std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*>& inputs) {
+std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*>& inputs,
+                               std::vector<Tensor>* reuse) {
   DtypeList d(inputs.size());
   std::vector<In> in(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -152,7 +153,7 @@ std::vector<Tensor> run_cpu_op(const Node& node, const std::vector<const Tensor*
     in[i] = In{true, inputs[i]->dtype(), &inputs[i]->shape(), inputs[i]};
   }
   const OpDef& op = require_op(node, d);
-  const Ctx c{node, in, output_count(node, op)};
+  const Ctx c{node, in, output_count(node, op), reuse};
   const OutInfos infos = infer_checked(op, c);
   std::vector<Tensor> out = op.run(c, infos);
   out.resize(infos.size());

@@ -367,7 +367,17 @@ void RequestPipeline::run_cpu(std::size_t step, const program::CpuOp& op, HostBu
   }
   std::vector<const Tensor*> ins;
   for (int s : op.inputs) ins.push_back(s >= 0 ? b.ref[static_cast<std::size_t>(s)] : nullptr);
-  auto outs = host::run_cpu_op(*op.node, ins);
+  // The previous inference's outputs of this node (still in their slots unless handed to the
+  // caller) lend their storage: no fresh allocation per inference (host::run_cpu_op's reuse).
+  std::vector<Tensor> reuse(op.outputs.size());
+  for (std::size_t o = 0; o < op.outputs.size(); ++o) {
+    const int s = op.outputs[o];
+    if (s < 0 || !b.tensors[static_cast<std::size_t>(s)]) continue;
+    reuse[o] = std::move(*b.tensors[static_cast<std::size_t>(s)]);
+    b.tensors[static_cast<std::size_t>(s)].reset();
+    b.ref[static_cast<std::size_t>(s)] = nullptr;
+  }
+  auto outs = host::run_cpu_op(*op.node, ins, &reuse);
   for (std::size_t o = 0; o < op.outputs.size() && o < outs.size(); ++o) {
     const int s = op.outputs[o];
     if (s < 0) continue;

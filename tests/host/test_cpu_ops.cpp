@@ -1285,3 +1285,58 @@ TEST_CASE("cpu ops: Pad modes, Tile, Expand, Range and ConstantOfShape on intege
   CHECK_FALSE(host::cpu_op_supported(make_node("Dropout", 1, {}, 2), {DType::Float32}, &why));
   CHECK_THAT(why, Catch::Contains("mask"));
 }
+
+TEST_CASE("cpu ops: outputs reuse the storage offered, zero-filled, with the same values",
+          "[compiler][cpu_ops]") {
+  // run_cpu_op's `reuse`: an output takes the offered tensor's storage when the byte size
+  // matches (the runtime offers a node's previous outputs), and computes exactly what a fresh,
+  // zero-filled output gives, even for operators that accumulate into their output (Conv) and
+  // when the offered bytes hold garbage. Another size is not taken.
+  const auto garbage = [](std::size_t bytes) {
+    std::vector<std::byte> v(bytes);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::byte>(0xA5 ^ (i * 7));
+    return v;
+  };
+  const Shape xs{1, 2, 5, 4}, ws{3, 2, 3, 3};
+  Tensor x = f32(xs, ramp(40, 2.0f)), w = f32(ws, ramp(54, 1.0f)),
+         b = f32({3}, {0.5f, -1.0f, 2.0f});
+  struct Case {
+    Node node;
+    std::vector<const Tensor*> in;
+  };
+  Tensor parts = f32({2, 6}, ramp(12));
+  const std::vector<Case> cases = {
+      {make_node("Conv", 3, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}), {&x, &w, &b}},
+      {make_node("Concat", 2, {{"axis", std::int64_t{1}}}), {&x, &x}},
+      {make_node("Split", 1, {{"axis", std::int64_t{1}}}, 2), {&parts}},
+      {make_node("Reshape", 2), {&x, nullptr}},
+  };
+  Tensor shape = i64({2}, {4, 10});
+  for (Case c : cases) {
+    if (c.node.op_type == "Reshape") c.in[1] = &shape;
+    INFO(c.node.op_type);
+    const std::vector<Tensor> fresh = host::run_cpu_op(c.node, c.in);
+    std::vector<Tensor> reuse;
+    std::vector<const std::byte*> offered;
+    for (const Tensor& t : fresh) {
+      reuse.emplace_back(t.dtype(), t.shape(), garbage(t.size_bytes()));
+      offered.push_back(reuse.back().bytes().data());
+    }
+    const std::vector<Tensor> again = host::run_cpu_op(c.node, c.in, &reuse);
+    REQUIRE(again.size() == fresh.size());
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      CHECK(again[i].bytes().data() == offered[i]);  // the storage was taken
+      CHECK(reuse[i].size_bytes() == 0);
+      CHECK(again[i].shape() == fresh[i].shape());
+      CHECK(std::equal(again[i].bytes().begin(), again[i].bytes().end(), fresh[i].bytes().begin(),
+                       fresh[i].bytes().end()));
+    }
+  }
+  // An offered tensor of another byte size is left alone.
+  std::vector<Tensor> small;
+  small.push_back(f32({3}, {1.0f, 2.0f, 3.0f}));
+  const std::byte* small_bytes = small[0].bytes().data();
+  const std::vector<Tensor> out = host::run_cpu_op(cases[1].node, cases[1].in, &small);
+  CHECK(out[0].bytes().data() != small_bytes);
+  CHECK(small[0].size_bytes() == 12);
+}

@@ -246,11 +246,11 @@ std::vector<Tensor> run_conv(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
   const Tensor& w = c.t(1);
   const Geom g = conv_geom(c, x.shape(), w.shape());
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   conv_kernel<float>(x.as<float>().data(), w.as<float>().data(),
                      c.has(2) ? c.t(2).as<float>().data() : nullptr, y.as<float>().data(),
                      x.shape()[0], x.shape()[1], w.shape()[0], c.node.attr_int("group", 1), g);
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::vector<Tensor> run_conv_integer(const Ctx& c, const OutInfos& o) {
@@ -266,10 +266,10 @@ std::vector<Tensor> run_conv_integer(const Ctx& c, const OutInfos& o) {
     wz[0] = w.shape()[0];  // one per output channel
   }
   const auto ws = minus_zero_point(c, w, c.opt(3), wz, "w_zero_point");
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   conv_kernel<std::int32_t>(xs.data(), ws.data(), nullptr, y.as<std::int32_t>().data(), x.shape()[0],
                             x.shape()[1], w.shape()[0], c.node.attr_int("group", 1), g);
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_maxpool(const Node& n, const DtypeList& d) {
@@ -457,7 +457,7 @@ std::vector<Tensor> run_maxpool(const Ctx& c, const OutInfos& o) {
   const Geom g = nd ? Geom{} : pool_geom(c, x.shape());
   const Window w = nd ? pool_window(c, x.shape()) : Window{};
   std::vector<Tensor> out;
-  for (const auto& [dt, shape] : o) out.emplace_back(dt, shape);
+  for (std::size_t i = 0; i < o.size(); ++i) out.push_back(c.output(o, i));
   std::int64_t* idx = out.size() >= 2 ? out[1].as<std::int64_t>().data() : nullptr;
   const bool column_major = c.node.attr_int("storage_order", 0) == 1;
   const std::int64_t planes = x.shape()[0] * x.shape()[1];
@@ -496,13 +496,13 @@ void avgpool_nd_kernel(const float* x, float* y, std::int64_t planes, const Wind
 std::vector<Tensor> run_avgpool(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
   const bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   const float* x = tx.as<float>().data();
   float* y = ty.as<float>().data();
   const std::int64_t planes = tx.shape()[0] * tx.shape()[1];
   if (tx.shape().size() > 4) {
     avgpool_nd_kernel(x, y, planes, pool_window(c, tx.shape()), include_pad);
-    return {std::move(ty)};
+    return single_output(std::move(ty));
   }
   const Geom g = pool_geom(c, tx.shape());
   const std::int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
@@ -530,7 +530,7 @@ std::vector<Tensor> run_avgpool(const Ctx& c, const OutInfos& o) {
       }
     }
   }
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 // furiosa::QuantizedAveragePool: the integer average of 8-bit values over the in-bounds taps of
@@ -554,7 +554,7 @@ OutInfos infer_qavgpool(const Ctx& c) {
 std::vector<Tensor> run_qavgpool(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
   const Geom g = pool_geom(c, tx.shape());
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   const auto [qmin, qmax] = tx.dtype() == DType::UInt8 ? std::array<std::int64_t, 2>{0, 255}
                                                        : std::array<std::int64_t, 2>{-128, 127};
   const std::int64_t lo = c.node.attr_int("output_min", qmin), hi = c.node.attr_int("output_max", qmax);
@@ -588,7 +588,7 @@ std::vector<Tensor> run_qavgpool(const Ctx& c, const OutInfos& o) {
       }
     }
   });
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 OutInfos infer_global_avgpool(const Ctx& c) {
@@ -600,7 +600,7 @@ OutInfos infer_global_avgpool(const Ctx& c) {
 }
 std::vector<Tensor> run_global_avgpool(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   const std::int64_t planes = tx.shape()[0] * tx.shape()[1];
   const std::int64_t size = planes == 0 ? 0 : tx.elements() / planes;
   const float* x = tx.as<float>().data();
@@ -610,7 +610,7 @@ std::vector<Tensor> run_global_avgpool(const Ctx& c, const OutInfos& o) {
     for (std::int64_t i = 0; i < size; ++i) sum += x[p * size + i];
     y[p] = static_cast<float>(sum / static_cast<double>(size));
   }
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 }  // namespace

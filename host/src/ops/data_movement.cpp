@@ -16,8 +16,9 @@ namespace {
 // Same bytes, new shape (Flatten, Reshape, Squeeze, Unsqueeze, Identity).
 std::vector<Tensor> run_copy(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
-  std::vector<std::byte> bytes(x.bytes().begin(), x.bytes().end());
-  return {Tensor(o[0].first, o[0].second, std::move(bytes))};
+  Tensor y = c.output(o, 0);
+  if (!x.bytes().empty()) std::memcpy(y.bytes().data(), x.bytes().data(), x.bytes().size());
+  return single_output(std::move(y));
 }
 
 OutInfos infer_flatten(const Ctx& c) {
@@ -94,9 +95,9 @@ std::vector<Tensor> run_transpose(const Ctx& c, const OutInfos& o) {
   const auto in_st = contiguous_strides(x.shape());
   std::vector<std::int64_t> st(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) st[i] = in_st[static_cast<std::size_t>(perm[i])];
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), y.shape(), st, 0);
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_concat(const Node& n, const DtypeList& d) {
@@ -129,7 +130,7 @@ OutInfos infer_concat(const Ctx& c) {
   return {{dt, out}};
 }
 std::vector<Tensor> run_concat(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   const Shape& ys = y.shape();
   const auto axis = static_cast<std::size_t>(
       c.axis(c.node.attr_int("axis", 0), static_cast<std::int64_t>(ys.size()), "axis"));
@@ -148,7 +149,7 @@ std::vector<Tensor> run_concat(const Ctx& c, const OutInfos& o) {
     }
     at += chunk;
   }
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 // Split sizes along the axis: input 1 (opset >= 13), attribute 'split' (< 13), 'num_outputs'
@@ -203,9 +204,9 @@ std::vector<Tensor> run_split(const Ctx& c, const OutInfos& o) {
   const std::int64_t row = xs[axis] * inner;
   std::vector<Tensor> out;
   std::int64_t at = 0;
-  for (const auto& [dt, shape] : o) {
-    Tensor y(dt, shape);
-    const std::int64_t chunk = shape[axis] * inner;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    Tensor y = c.output(o, i);
+    const std::int64_t chunk = o[i].second[axis] * inner;
     for (std::int64_t a = 0; a < outer && chunk > 0; ++a) {
       std::memcpy(y.bytes().data() + a * chunk, x.bytes().data() + a * row + at, static_cast<std::size_t>(chunk));
     }
@@ -272,10 +273,10 @@ std::vector<Tensor> run_shape(const Ctx& c, const OutInfos& o) {
   const auto rank = static_cast<std::int64_t>(x.size());
   std::int64_t start = c.node.attr_int("start", 0);
   start = std::clamp(start < 0 ? start + rank : start, std::int64_t{0}, rank);
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   auto v = y.as<std::int64_t>();
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = x[static_cast<std::size_t>(start) + i];
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_gather(const Node& n, const DtypeList& d) {
@@ -308,17 +309,17 @@ std::vector<Tensor> run_gather(const Ctx& c, const OutInfos& o) {
   std::int64_t outer = 1, inner = static_cast<std::int64_t>(dtype_size(x.dtype()));
   for (std::size_t d = 0; d < axis; ++d) outer *= xs[d];
   for (std::size_t d = axis + 1; d < xs.size(); ++d) inner *= xs[d];
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   std::byte* dst = y.bytes().data();
   const std::byte* src = x.bytes().data();
-  if (inner == 0) return {std::move(y)};
+  if (inner == 0) return single_output(std::move(y));
   for (std::int64_t a = 0; a < outer; ++a) {
     for (auto i : idx) {
       std::memcpy(dst, src + (a * n + i) * inner, static_cast<std::size_t>(inner));
       dst += inner;
     }
   }
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_slice(const Node& n, const DtypeList& d) {
@@ -380,9 +381,9 @@ OutInfos infer_slice(const Ctx& c) {
 std::vector<Tensor> run_slice(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
   const SliceGeom g = slice_geom(c, x.shape());
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), g.out, g.strides, g.base);
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 
@@ -403,7 +404,7 @@ OutInfos infer_cast(const Ctx& c) {
 }
 std::vector<Tensor> run_cast(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(x.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
     visit_dtype(y.dtype(), [&](auto to_tag) {
@@ -413,7 +414,7 @@ std::vector<Tensor> run_cast(const Ctx& c, const OutInfos& o) {
       for (std::size_t i = 0; i < s.size(); ++i) d[i] = convert<To>(s[i]);
     });
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,7 +446,7 @@ std::int64_t range_count(const Ctx& c) {
 OutInfos infer_range(const Ctx& c) { return {{c.dtype(0, "start"), {range_count(c)}}}; }
 // Element i is start + i * delta (numpy's arange; integers exactly, floats computed in double).
 std::vector<Tensor> run_range(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T start = c.t(0).as<T>()[0], delta = c.t(2).as<T>()[0];
@@ -458,7 +459,7 @@ std::vector<Tensor> run_range(const Ctx& c, const OutInfos& o) {
       }
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_constant_of_shape(const Node& n, const DtypeList& d) {
@@ -491,12 +492,12 @@ OutInfos infer_constant_of_shape(const Ctx& c) {
 }
 std::vector<Tensor> run_constant_of_shape(const Ctx& c, const OutInfos& o) {
   const Tensor v = constant_of_shape_value(c.node);
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   const std::size_t es = dtype_size(y.dtype());
   for (std::int64_t i = 0; i < y.elements(); ++i) {
     std::memcpy(y.bytes().data() + i * static_cast<std::int64_t>(es), v.bytes().data(), es);
   }
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_expand_tile(const Node& n, const DtypeList& d) {
@@ -509,10 +510,10 @@ OutInfos infer_expand(const Ctx& c) {
 // The input broadcast to the output shape (numpy's bidirectional broadcasting).
 std::vector<Tensor> run_expand(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), y.shape(),
                      broadcast_strides(x.shape(), y.shape().size()), 0);
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::vector<std::int64_t> tile_repeats(const Ctx& c, const Shape& x) {
@@ -542,9 +543,9 @@ std::vector<Tensor> run_tile(const Ctx& c, const OutInfos& o) {
     shape.insert(shape.end(), {reps[d], x.shape()[d]});
     strides.insert(strides.end(), {0, st[d]});
   }
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), shape, strides, 0);
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_pad(const Node& n, const DtypeList& d) {
@@ -606,7 +607,7 @@ std::vector<Tensor> run_pad(const Ctx& c, const OutInfos& o) {
       if (x.shape()[d] == 0 && o[0].second[d] > 0) c.bad(fmt::format("mode '{}' cannot pad the empty dim {}", mode_name, d));
     }
   }
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   const std::size_t es = dtype_size(x.dtype());
   std::vector<std::byte> fill(es, std::byte{0});
   if (const Tensor* v = c.opt(2)) {
@@ -621,7 +622,7 @@ std::vector<Tensor> run_pad(const Ctx& c, const OutInfos& o) {
     for (std::int64_t i = 0; i < y.shape()[d]; ++i) tables[d].push_back(pad_source(mode, i, begin[d], x.shape()[d]));
   }
   gather_indexed(es, x.bytes().data(), x.shape(), y.bytes().data(), y.shape(), tables, fill.data());
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_dropout(const Node& n, const DtypeList& d) {

@@ -112,10 +112,10 @@ OutInfos infer_nms(const Ctx& c) {
 }
 std::vector<Tensor> run_nms(const Ctx& c, const OutInfos& o) {
   const auto sel = nms_select(c);
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   auto v = y.as<std::int64_t>();
   for (std::size_t i = 0; i < sel.size(); ++i) std::copy(sel[i].begin(), sel[i].end(), v.begin() + static_cast<std::ptrdiff_t>(3 * i));
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,8 +273,8 @@ std::vector<Tensor> run_dpp(const Ctx& c, const OutInfos& o) {
   }
   const std::int64_t offset = cols - p.num_classes;  // 1: column 0 is the background
   auto score = [&](std::int64_t anchor, std::int64_t cls) { return sc[anchor * cols + offset + cls]; };
-  Tensor out_boxes(o[0].first, o[0].second), out_classes(o[1].first, o[1].second);
-  Tensor out_scores(o[2].first, o[2].second), out_num(o[3].first, o[3].second);
+  Tensor out_boxes = c.output(o, 0), out_classes = c.output(o, 1);
+  Tensor out_scores = c.output(o, 2), out_num = c.output(o, 3);
   auto ob = out_boxes.as<float>();
   auto oc = out_classes.as<float>();
   auto os = out_scores.as<float>();

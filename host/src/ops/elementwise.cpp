@@ -16,21 +16,21 @@ std::string check_relu(const Node& n, const DtypeList& d) {
   return Checker{n, d, {}}.in(0, "X", kF32 | bit(DType::Int8) | kIdx).reason;
 }
 std::vector<Tensor> run_relu(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     auto x = c.t(0).as<T>();
     auto out = y.as<T>();
     for (std::size_t i = 0; i < x.size(); ++i) out[i] = x[i] > T{0} ? x[i] : T{0};
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::vector<Tensor> run_sigmoid(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   auto x = c.t(0).as<float>();
   sigmoid_f32(x.data(), y.as<float>().data(), static_cast<std::int64_t>(x.size()));
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_clip(const Node& n, const DtypeList& d) {
@@ -54,7 +54,7 @@ OutInfos infer_clip(const Ctx& c) {
 
 
 std::vector<Tensor> run_clip(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T lo = std::numeric_limits<T>::lowest();
@@ -73,7 +73,7 @@ std::vector<Tensor> run_clip(const Ctx& c, const OutInfos& o) {
       out[i] = hi < v ? hi : v;
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 
@@ -123,7 +123,7 @@ enum class BinOp { Add, Sub, Mul, Div };
 
 template <BinOp op>
 std::vector<Tensor> run_binary(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (op == BinOp::Add) {
@@ -144,7 +144,7 @@ std::vector<Tensor> run_binary(const Ctx& c, const OutInfos& o) {
       });
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ enum class Unary { Exp, Log, Sqrt, Tanh, Floor, Ceil, LeakyRelu, HardSigmoid, Ha
 
 template <Unary op>
 std::vector<Tensor> run_unary(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   const float alpha = float_attr(c.node, "alpha", op == Unary::LeakyRelu ? 0.01f : 0.2f);
   const float beta = float_attr(c.node, "beta", 0.5f);
   visit_dtype(y.dtype(), [&](auto tag) {
@@ -189,7 +189,7 @@ std::vector<Tensor> run_unary(const Ctx& c, const OutInfos& o) {
       }
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_signed_unary(const Node& n, const DtypeList& d) {
@@ -212,7 +212,7 @@ OutInfos infer_pow(const Ctx& c) {
 // Computed in double and converted to the base's dtype (integers truncated toward zero, as ONNX
 // Runtime's static_cast).
 std::vector<Tensor> run_pow(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(c.t(0).dtype(), [&](auto base_tag) {
     using TA = decltype(base_tag);
     visit_dtype(c.t(1).dtype(), [&](auto exp_tag) {
@@ -222,7 +222,7 @@ std::vector<Tensor> run_pow(const Ctx& c, const OutInfos& o) {
       });
     });
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ OutInfos infer_variadic(const Ctx& c) {
 }
 template <bool max>
 std::vector<Tensor> run_variadic(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     auto pick = [](T a, T b) -> T {
@@ -262,7 +262,7 @@ std::vector<Tensor> run_variadic(const Ctx& c, const OutInfos& o) {
                        broadcast_strides(c.t(0).shape(), y.shape().size()), 0);
     for (std::size_t i = 1; i < c.in.size(); ++i) binary_loop<T>(y, c.t(i), y, pick);
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 }  // namespace

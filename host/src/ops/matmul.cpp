@@ -71,10 +71,10 @@ OutInfos infer_matmul(const Ctx& c) {
   return {{DType::Float32, matmul_geom(c, c.shape(0, "A"), c.shape(1, "B")).out}};
 }
 std::vector<Tensor> run_matmul(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   const auto g = matmul_geom(c, c.t(0).shape(), c.t(1).shape());
   batched_matmul<float>(g, c.t(0).as<float>().data(), c.t(1).as<float>().data(), y.as<float>().data());
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_gemm(const Node& n, const DtypeList& d) {
@@ -124,7 +124,7 @@ std::vector<float> transpose2d(const float* x, std::int64_t rows, std::int64_t c
 
 std::vector<Tensor> run_gemm(const Ctx& c, const OutInfos& o) {
   const auto g = gemm_geom(c);
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   const float alpha = float_attr(c.node, "alpha", 1.0f);
   const float beta = float_attr(c.node, "beta", 1.0f);
   const float* a = c.t(0).as<float>().data();
@@ -153,7 +153,7 @@ std::vector<Tensor> run_gemm(const Ctx& c, const OutInfos& o) {
       for (std::int64_t j = 0; j < g.n; ++j) yp[i * g.n + j] += beta * cp[i * st[0] + j * st[1]];
     }
   }
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 
@@ -195,14 +195,14 @@ OutInfos infer_matmul_integer(const Ctx& c) {
 }
 
 std::vector<Tensor> run_matmul_integer(const Ctx& c, const OutInfos& o) {
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   const auto g = matmul_geom(c, c.t(0).shape(), c.t(1).shape());
   const auto a = minus_zero_point(c, c.t(0), c.opt(2), c.has(2) ? integer_zp_shape(c, 2, true, g.m) : Shape{},
                                   "a_zero_point");
   const auto b = minus_zero_point(c, c.t(1), c.opt(3), c.has(3) ? integer_zp_shape(c, 3, false, g.n) : Shape{},
                                   "b_zero_point");
   batched_matmul<std::int32_t>(g, a.data(), b.data(), y.as<std::int32_t>().data());
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 }  // namespace

@@ -254,6 +254,23 @@ struct Ctx {
   const Node& node;
   const std::vector<In>& in;
   std::size_t n_out;
+  /// run_cpu_op's `reuse`: tensors whose storage output i may take (null: allocate).
+  std::vector<Tensor>* reuse = nullptr;
+
+  /// Output i of `o`, zero-filled like Tensor(dtype, shape): the storage of (*reuse)[i] when it
+  /// has the same byte size (no new allocation, no page faults), else a new buffer.
+  Tensor output(const OutInfos& o, std::size_t i) const {
+    const auto& [dt, shape] = o[i];
+    if (reuse != nullptr && i < reuse->size() &&
+        (*reuse)[i].size_bytes() ==
+            static_cast<std::size_t>(element_count(shape)) * dtype_size(dt) &&
+        (*reuse)[i].size_bytes() > 0) {
+      std::vector<std::byte> bytes = std::move((*reuse)[i]).release_bytes();
+      std::fill(bytes.begin(), bytes.end(), std::byte{0});
+      return Tensor(dt, shape, std::move(bytes));
+    }
+    return Tensor(dt, shape);
+  }
 
   [[noreturn]] void bad(const std::string& msg) const { fail(node, ErrorCode::IncompatibleModel, msg); }
   bool has(std::size_t i) const { return i < in.size() && in[i].present; }
@@ -286,6 +303,14 @@ struct Ctx {
     return a < 0 ? a + rank : a;
   }
 };
+
+// An operator's one output as its result list. (`return {std::move(y)};` would copy y: the
+// elements of an initializer list are const.)
+inline std::vector<Tensor> single_output(Tensor y) {
+  std::vector<Tensor> out;
+  out.push_back(std::move(y));
+  return out;
+}
 
 // Builds the reason string of cpu_op_supported: the first failed condition wins.
 struct Checker {

@@ -87,7 +87,7 @@ std::vector<Tensor> run_quantize(const Ctx& c, const OutInfos& o) {
     auto xi = x.as<std::int32_t>();
     for (std::size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(xi[i]);
   }
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using Q = decltype(tag);
     if constexpr (std::is_same_v<Q, std::uint8_t> || std::is_same_v<Q, std::int8_t>) {
@@ -101,7 +101,7 @@ std::vector<Tensor> run_quantize(const Ctx& c, const OutInfos& o) {
       fail(c.node, ErrorCode::UnsupportedOperator, "QuantizeLinear output must be uint8 or int8");
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::vector<Tensor> run_dequantize(const Ctx& c, const OutInfos& o) {
@@ -110,7 +110,7 @@ std::vector<Tensor> run_dequantize(const Ctx& c, const OutInfos& o) {
   const auto scales = c.t(1).as<float>();
   const std::vector<std::int64_t> zps = c.has(2) ? int_values(c.t(2)) : std::vector<std::int64_t>{};
   const auto xv = int_values(x);
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   float* out = y.as<float>().data();
   host::for_each_quant_block(x.shape(), axis, [&](std::int64_t at, std::int64_t len, std::int64_t k) {
     const float s = scales[static_cast<std::size_t>(k)];
@@ -119,7 +119,7 @@ std::vector<Tensor> run_dequantize(const Ctx& c, const OutInfos& o) {
       out[at + j] = static_cast<float>(xv[static_cast<std::size_t>(at + j)] - z) * s;
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 OutInfos infer_dynamic_quantize(const Ctx& c) {
@@ -138,7 +138,7 @@ std::vector<Tensor> run_dynamic_quantize(const Ctx& c, const OutInfos& o) {
   // saturate(round(0 - min / scale)) to [0, 255]: the one quantization rule with a zero point of 0.
   const std::int32_t zp = host::quantize_value((0.0f - mn) / scale, 0, 0, 255);
   std::vector<Tensor> out;
-  for (const auto& [dt, shape] : o) out.emplace_back(dt, shape);
+  for (std::size_t i = 0; i < o.size(); ++i) out.push_back(c.output(o, i));
   auto y = out[0].as<std::uint8_t>();
   for (std::size_t i = 0; i < x.size(); ++i) y[i] = quantize_value<std::uint8_t>(x[i], scale, zp);
   out[1].as<float>()[0] = scale;

@@ -79,7 +79,7 @@ std::vector<Tensor> run_reduce_mean(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
   const Shape& xs = tx.shape();
   const Reduction r = reduction(c, xs);
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   const ReductionWalk walk = reduction_walk(r, xs);  // (no structured binding: lambdas below read these)
   const std::vector<std::int64_t>& st = walk.out_strides;
   const std::int64_t count = walk.count;
@@ -112,7 +112,7 @@ std::vector<Tensor> run_reduce_mean(const Ctx& c, const OutInfos& o) {
   for (std::size_t i = 0; i < acc.size(); ++i) {
     y[i] = static_cast<float>(acc[i] / static_cast<double>(count));
   }
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ std::vector<Tensor> run_qmean(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
   const Shape& xs = tx.shape();
   const Reduction r = reduction(c, xs);
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   const ReductionWalk walk = reduction_walk(r, xs);  // (no structured binding: lambdas below read these)
   const std::vector<std::int64_t>& st = walk.out_strides;
   const std::int64_t count = walk.count;
@@ -165,7 +165,7 @@ std::vector<Tensor> run_qmean(const Ctx& c, const OutInfos& o) {
       }
     }
   });
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,7 +183,7 @@ std::vector<Tensor> run_reduce_max(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
   const Shape& xs = tx.shape();
   const Reduction r = reduction(c, xs);
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   const ReductionWalk walk = reduction_walk(r, xs);
   const std::vector<std::int64_t>& st = walk.out_strides;
   visit_dtype(tx.dtype(), [&](auto tag) {
@@ -208,7 +208,7 @@ std::vector<Tensor> run_reduce_max(const Ctx& c, const OutInfos& o) {
                       });
     }
   });
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ std::vector<Tensor> run_arg(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
   const AxisView v = axis_view(c, x.shape(), c.node.attr_int("axis", 0));
   const bool last = c.node.attr_int("select_last_index", 0) != 0;
-  Tensor y(o[0].first, o[0].second);
+  Tensor y = c.output(o, 0);
   auto out = y.as<std::int64_t>();
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -286,7 +286,7 @@ std::vector<Tensor> run_arg(const Ctx& c, const OutInfos& o) {
       }
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 std::string check_topk(const Node& n, const DtypeList& d) {
@@ -323,7 +323,7 @@ std::vector<Tensor> run_topk(const Ctx& c, const OutInfos& o) {
   const AxisView v = axis_view(c, x.shape(), c.node.attr_int("axis", -1));
   const std::int64_t k = topk_k(c, v.n);
   const bool largest = c.node.attr_int("largest", 1) != 0;
-  Tensor values(o[0].first, o[0].second), indices(o[1].first, o[1].second);
+  Tensor values = c.output(o, 0), indices = c.output(o, 1);
   auto iv = indices.as<std::int64_t>();
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);

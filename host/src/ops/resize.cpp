@@ -383,10 +383,13 @@ std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
   const Nearest nearest = *nearest_mode(c.node.attr_string("nearest_mode", "round_prefer_floor"));
   const float extrapolation = float_attr(c.node, "extrapolation_value", 0.0f);
   const std::size_t r = xs.size();
-  Tensor y(o[0].first, o[0].second);
-  if (y.elements() == 0) return {std::move(y)};
-  if (mode == "cubic") return {run_cubic(x, p, coord, float_attr(c.node, "cubic_coeff_a", -0.75f),
-                                         c.node.attr_int("exclude_outside", 0) != 0, extrapolation, std::move(y))};
+  Tensor y = c.output(o, 0);
+  if (y.elements() == 0) return single_output(std::move(y));
+  if (mode == "cubic") {
+    return single_output(run_cubic(x, p, coord, float_attr(c.node, "cubic_coeff_a", -0.75f),
+                                   c.node.attr_int("exclude_outside", 0) != 0, extrapolation,
+                                   std::move(y)));
+  }
   std::vector<std::vector<Tap>> taps(r);
   for (std::size_t d = 0; d < r; ++d) taps[d] = dim_taps(p, d, xs[d], coord, linear, nearest, opset10);
   const auto st = contiguous_strides(xs);
@@ -418,7 +421,7 @@ std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
       for (const Tap& t : taps[d]) tables[d].push_back(t.outside ? -1 : t.i0);
     }
     gather_indexed(es, x.bytes().data(), xs, y.bytes().data(), p.out, tables, fill.data());
-    return {std::move(y)};
+    return single_output(std::move(y));
   }
   // Linear on float32 X of rank 2 (bilinear), 3 (trilinear) or 4 / 5 with scale 1 on N and C
   // (bilinear over H, W / trilinear over D, H, W): ONNX Runtime's float32 arithmetic, as its CPU
@@ -432,7 +435,7 @@ std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
     std::vector<std::vector<OrtTap>> otaps;
     for (auto d : dims) otaps.push_back(ort_taps(coord, xs[d], p.out[d], ort_scale(p, xs, d)));
     interpolate_ort(x.as<float>().data(), xs, y.as<float>().data(), p.out, dims, otaps, false);
-    return {std::move(y)};
+    return single_output(std::move(y));
   }
   // Linear, other ranks and coordinate modes: the weighted sum over the 2^k corners of the dims
   // that interpolate (weights in double, as the ONNX reference computes).
@@ -468,7 +471,7 @@ std::vector<Tensor> run_resize(const Ctx& c, const OutInfos& o) {
     }
     out[static_cast<std::size_t>(i)] = static_cast<float>(acc);
   }
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 }  // namespace

@@ -147,8 +147,8 @@ std::vector<Tensor> run_ort_linear_q8(const Ctx& c, const OutInfos& o) {
       c.node.inputs.size() == 2
           ? Coord::Asymmetric
           : *coord_mode(c.node.attr_string("coordinate_transformation_mode", "half_pixel"));
-  Tensor y(o[0].first, o[0].second);
-  if (y.elements() == 0) return {std::move(y)};
+  Tensor y = c.output(o, 0);
+  if (y.elements() == 0) return single_output(std::move(y));
   const std::size_t r = xs.size();
   std::vector<float> scale(r, 1.0f);
   for (std::size_t d = 0; d < r; ++d) {
@@ -196,7 +196,7 @@ std::vector<Tensor> run_ort_linear_q8(const Ctx& c, const OutInfos& o) {
     interpolate_ort(x.as<std::int8_t>().data(), xs, y.as<std::int8_t>().data(), p.out, dims, taps,
                     integer);
   }
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 float ort_scale(const ResizePlan& p, const Shape& xs, std::size_t d) {

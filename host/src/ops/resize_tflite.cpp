@@ -124,8 +124,8 @@ std::vector<Tensor> run_tflite_resize(const Ctx& c, const OutInfos& o) {
   if (ya >= xa) c.bad("tflite_arithmetic needs 'axes' in increasing order (H before W)");
   const TfliteFlags f = tflite_flags(c.node);
   const bool linear = c.node.attr_string("mode", "nearest") == "linear";
-  Tensor y(o[0].first, o[0].second);
-  if (y.elements() == 0) return {std::move(y)};
+  Tensor y = c.output(o, 0);
+  if (y.elements() == 0) return single_output(std::move(y));
   if (!linear) {
     std::vector<std::vector<std::int64_t>> tables(xs.size());
     for (std::size_t d = 0; d < xs.size(); ++d) {
@@ -137,7 +137,7 @@ std::vector<Tensor> run_tflite_resize(const Ctx& c, const OutInfos& o) {
     }
     gather_indexed(dtype_size(x.dtype()), x.bytes().data(), xs, y.bytes().data(), p.out, tables,
                    nullptr);
-    return {std::move(y)};
+    return single_output(std::move(y));
   }
   // View the tensor as [outer, H, between, W, inner] around the two spatial axes.
   auto prod = [&](const Shape& s, std::size_t a, std::size_t b) {
@@ -178,7 +178,7 @@ std::vector<Tensor> run_tflite_resize(const Ctx& c, const OutInfos& o) {
             }
           }
       }
-    return {std::move(y)};
+    return single_output(std::move(y));
   }
   const TfliteAxis ay = tflite_float_axis(ih, oh, f), ax = tflite_float_axis(iw, ow, f);
   visit_dtype(x.dtype(), [&](auto tag) {
@@ -218,7 +218,7 @@ std::vector<Tensor> run_tflite_resize(const Ctx& c, const OutInfos& o) {
         }
     }
   });
-  return {std::move(y)};
+  return single_output(std::move(y));
 }
 
 }  // namespace furiosa::host::detail::resize

@@ -22,12 +22,12 @@ OutInfos infer_softmax(const Ctx& c) {
 template <bool log>
 std::vector<Tensor> run_softmax(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   const Shape& s = tx.shape();
   const std::int64_t rank = static_cast<std::int64_t>(s.size());
   if (rank == 0) {  // a scalar: softmax 1, log-softmax 0
     ty.as<float>()[0] = std::isnan(tx.as<float>()[0]) ? tx.as<float>()[0] : (log ? 0.0f : 1.0f);
-    return {std::move(ty)};
+    return single_output(std::move(ty));
   }
   const std::int64_t axis = c.axis(c.node.attr_int("axis", -1), rank, "axis");
   std::int64_t outer = 1, inner = 1;
@@ -77,7 +77,7 @@ std::vector<Tensor> run_softmax(const Ctx& c, const OutInfos& o) {
       }
     }
   }
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -152,8 +152,8 @@ std::vector<Tensor> run_qlinear_softmax(const Ctx& c, const OutInfos& o) {
   } else {
     for (std::int64_t k = axis; k < rank; ++k) n *= s[k];
   }
-  Tensor ty(o[0].first, o[0].second);
-  if (n == 0 || outer == 0 || inner == 0) return {std::move(ty)};
+  Tensor ty = c.output(o, 0);
+  if (n == 0 || outer == 0 || inner == 0) return single_output(std::move(ty));
   const auto d = static_cast<std::size_t>(n);
   // The table (qlinear_softmax.cc: the reduced length sets the headroom b).
   double b =
@@ -209,7 +209,7 @@ std::vector<Tensor> run_qlinear_softmax(const Ctx& c, const OutInfos& o) {
       }
     }
   }
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 }  // namespace

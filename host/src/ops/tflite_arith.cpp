@@ -130,7 +130,7 @@ std::vector<Tensor> run_tflite_binary(const Ctx& c, const OutInfos& o) {
   const auto b_zp = static_cast<std::int32_t>(n.attr_int("b_zero_point", 0));
   const auto y_zp = static_cast<std::int32_t>(n.attr_int("y_zero_point", 0));
   const auto left = static_cast<int>(n.attr_int("fixed_point_left_shift", 0));
-  Tensor ty(o[0].first, o[0].second);
+  Tensor ty = c.output(o, 0);
   visit_dtype(ty.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>) {
@@ -215,7 +215,7 @@ std::vector<Tensor> run_tflite_binary(const Ctx& c, const OutInfos& o) {
           });
     }
   });
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 }  // namespace

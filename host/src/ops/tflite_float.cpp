@@ -78,7 +78,7 @@ std::vector<Tensor> run_tflite_float(const Ctx& c, const OutInfos& o) {
                   ? (x > 0 ? x : x * alpha)
                   : x * std::min(6.0f, std::max(0.0f, x + 3.0f)) / 6.0f;
     }
-    return {std::move(ty)};
+    return single_output(std::move(ty));
   }
   auto f = [&](float a, float b) -> float {
     switch (kind) {
@@ -103,7 +103,7 @@ std::vector<Tensor> run_tflite_float(const Ctx& c, const OutInfos& o) {
                       py[row + j] = f(pa[off[0] + j * inner[0]], pb[off[1] + j * inner[1]]);
                     }
                   });
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 }  // namespace

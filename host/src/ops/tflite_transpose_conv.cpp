@@ -119,7 +119,7 @@ std::vector<Tensor> run_transpose_conv(const Ctx& c, const OutInfos& o) {
       v = std::min(std::max(v, a.lo), a.hi);
     }
   }
-  return {std::move(ty)};
+  return single_output(std::move(ty));
 }
 
 }  // namespace

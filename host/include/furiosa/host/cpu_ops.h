@@ -81,7 +81,14 @@ std::vector<std::pair<DType, Shape>> cpu_op_infer(const OpNode& node,
 ///  - InvalidInput: data-dependent failures: an index out of range (Gather), an integer
 ///    division by zero (Div on integer tensors), a zero or NaN y_scale (QuantizeLinear);
 ///  - Internal (cpu_op_infer only): a CpuValueInfo whose constant disagrees with its dtype/shape.
-std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tensor*>& inputs);
+///
+/// `reuse` (optional): tensors whose storage output i may take when (*reuse)[i] has that output's
+/// byte size (the caller's outputs of the previous run of this node): the output is then
+/// zero-filled in place of a new allocation, as ONNX Runtime's CPU arena reuses its buffers, so a
+/// large output does not fault fresh pages in at every run. Taken tensors are left empty; the
+/// values computed are the same either way.
+std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tensor*>& inputs,
+                               std::vector<Tensor>* reuse = nullptr);
 
 /// Op types the host library runs, qualified as Node::qualified_op() returns them (all are in the
 /// default ai.onnx domain), in a fixed order. Per op, the dtypes and the choices made:
