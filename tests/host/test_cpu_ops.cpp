@@ -1288,8 +1288,8 @@ TEST_CASE("cpu ops: Pad modes, Tile, Expand, Range and ConstantOfShape on intege
 
 TEST_CASE("cpu ops: outputs reuse the storage offered, zero-filled, with the same values",
           "[compiler][cpu_ops]") {
-  // run_cpu_op's `reuse`: an output takes the offered tensor's storage when the byte size
-  // matches (the runtime offers a node's previous outputs), and computes exactly what a fresh,
+  // run_cpu_op's `reuse`: an output takes the offered tensor when dtype and shape match (the
+  // runtime offers a node's previous outputs), and computes exactly what a fresh,
   // zero-filled output gives, even for operators that accumulate into their output (Conv) and
   // when the offered bytes hold garbage. Another size is not taken.
   const auto garbage = [](std::size_t bytes) {
@@ -1332,7 +1332,7 @@ TEST_CASE("cpu ops: outputs reuse the storage offered, zero-filled, with the sam
                        fresh[i].bytes().end()));
     }
   }
-  // An offered tensor of another byte size is left alone.
+  // An offered tensor of another shape is left alone.
   std::vector<Tensor> small;
   small.push_back(f32({3}, {1.0f, 2.0f, 3.0f}));
   const std::byte* small_bytes = small[0].bytes().data();

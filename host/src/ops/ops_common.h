@@ -257,17 +257,15 @@ struct Ctx {
   /// run_cpu_op's `reuse`: tensors whose storage output i may take (null: allocate).
   std::vector<Tensor>* reuse = nullptr;
 
-  /// Output i of `o`, zero-filled like Tensor(dtype, shape): the storage of (*reuse)[i] when it
-  /// has the same byte size (no new allocation, no page faults), else a new buffer.
+  /// Output i of `o`, zero-filled like Tensor(dtype, shape): (*reuse)[i] itself when it has
+  /// that dtype and shape (its storage kept: no new allocation, no page faults), else new.
   Tensor output(const OutInfos& o, std::size_t i) const {
     const auto& [dt, shape] = o[i];
-    if (reuse != nullptr && i < reuse->size() &&
-        (*reuse)[i].size_bytes() ==
-            static_cast<std::size_t>(element_count(shape)) * dtype_size(dt) &&
-        (*reuse)[i].size_bytes() > 0) {
-      std::vector<std::byte> bytes = std::move((*reuse)[i]).release_bytes();
-      std::fill(bytes.begin(), bytes.end(), std::byte{0});
-      return Tensor(dt, shape, std::move(bytes));
+    if (reuse != nullptr && i < reuse->size() && (*reuse)[i].dtype() == dt &&
+        (*reuse)[i].shape() == shape && (*reuse)[i].size_bytes() > 0) {
+      Tensor y = std::move((*reuse)[i]);
+      std::fill(y.bytes().begin(), y.bytes().end(), std::byte{0});
+      return y;
     }
     return Tensor(dt, shape);
   }

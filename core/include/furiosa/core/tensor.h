@@ -56,13 +56,6 @@ class Tensor {
     return {reinterpret_cast<const T*>(data_.data()), data_.size() / sizeof(T)};
   }
 
-  /// Moves the byte buffer out (to reuse its storage for another tensor of the same byte size,
-  /// as host::run_cpu_op's `reuse` does); the tensor is left with no elements (shape {0}).
-  std::vector<std::byte> release_bytes() && noexcept {
-    shape_ = {0};
-    return std::move(data_);
-  }
-
  private:
   DType dtype_ = DType::Float32;
   Shape shape_;

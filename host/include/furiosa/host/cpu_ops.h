@@ -82,9 +82,9 @@ std::vector<std::pair<DType, Shape>> cpu_op_infer(const OpNode& node,
 ///    division by zero (Div on integer tensors), a zero or NaN y_scale (QuantizeLinear);
 ///  - Internal (cpu_op_infer only): a CpuValueInfo whose constant disagrees with its dtype/shape.
 ///
-/// `reuse` (optional): tensors whose storage output i may take when (*reuse)[i] has that output's
-/// byte size (the caller's outputs of the previous run of this node): the output is then
-/// zero-filled in place of a new allocation, as ONNX Runtime's CPU arena reuses its buffers, so a
+/// `reuse` (optional): tensors that output i may take when (*reuse)[i] has that output's dtype
+/// and shape (the caller's outputs of the previous run of this node): it is then zero-filled
+/// and returned in place of a new allocation, as ONNX Runtime's CPU arena reuses its buffers, so a
 /// large output does not fault fresh pages in at every run. Taken tensors are left empty; the
 /// values computed are the same either way.
 std::vector<Tensor> run_cpu_op(const OpNode& node, const std::vector<const Tensor*>& inputs,
