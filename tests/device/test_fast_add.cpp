@@ -35,6 +35,30 @@ std::vector<SimIsa> fast_levels() {
   return levels;
 }
 
+// Runs the program's one kernel on a copy of `region` with the portable kernels, then at every
+// fast level this CPU has: y's bytes must be `expected` each time.
+void check_every_level(const isa::Program& prog, const std::vector<std::byte>& region,
+                       const isa::TensorRef& y, const std::vector<std::byte>& expected) {
+  const auto output = [&](const std::vector<std::byte>& r) {
+    return std::vector<std::byte>(
+        r.begin() + static_cast<std::ptrdiff_t>(y.address),
+        r.begin() + static_cast<std::ptrdiff_t>(y.address + y.size_bytes()));
+  };
+  sim::set_fast_kernels_enabled(false);
+  auto portable = region;
+  sim::run_kernel(prog.kernels[0], portable);
+  sim::set_fast_kernels_enabled(true);
+  REQUIRE(output(portable) == expected);
+  for (SimIsa level : fast_levels()) {
+    REQUIRE(sim::set_fast_kernels_level(level));
+    INFO("level " << sim_isa_name(level));
+    auto r = region;
+    sim::run_kernel(prog.kernels[0], r);
+    CHECK(output(r) == expected);
+  }
+  sim::set_fast_kernels_level(SimIsa::Auto);
+}
+
 std::int64_t rnd(std::mt19937& rng, std::int64_t n) {
   return static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(n));
 }
@@ -150,24 +174,7 @@ TEST_CASE("Fast add with broadcasting and swapped operands equals the portable k
                 static_cast<std::byte>(static_cast<std::uint8_t>(
                     reference_add(formula, swap, av, a_signed, bv, b_signed, p, ylo, yhi)));
           }
-    const auto output = [&](const std::vector<std::byte>& r) {
-      return std::vector<std::byte>(
-          r.begin() + static_cast<std::ptrdiff_t>(y.address),
-          r.begin() + static_cast<std::ptrdiff_t>(y.address + y.size_bytes()));
-    };
-    sim::set_fast_kernels_enabled(false);
-    auto portable = region;
-    sim::run_kernel(prog->kernels[0], portable);
-    sim::set_fast_kernels_enabled(true);
-    REQUIRE(output(portable) == expected);
-    for (SimIsa level : fast_levels()) {
-      REQUIRE(sim::set_fast_kernels_level(level));
-      INFO("level " << sim_isa_name(level));
-      auto r = region;
-      sim::run_kernel(prog->kernels[0], r);
-      CHECK(output(r) == output(portable));
-    }
-    sim::set_fast_kernels_level(SimIsa::Auto);
+    check_every_level(*prog, region, y, expected);
   }
   CHECK(swapped >= 30);
   CHECK(b_broadcast >= 30);
@@ -314,23 +321,6 @@ TEST_CASE("Fast add over lowered rows of any width equals the formulas, padding 
                 reference_add(formula, swap, av, a_signed, bv, b_signed, p, ylo, yhi)));
       }
     }
-    const auto output = [&](const std::vector<std::byte>& r) {
-      return std::vector<std::byte>(
-          r.begin() + static_cast<std::ptrdiff_t>(y.address),
-          r.begin() + static_cast<std::ptrdiff_t>(y.address + y.size_bytes()));
-    };
-    sim::set_fast_kernels_enabled(false);
-    auto portable = region;
-    sim::run_kernel(prog->kernels[0], portable);
-    sim::set_fast_kernels_enabled(true);
-    REQUIRE(output(portable) == expected);
-    for (SimIsa level : fast_levels()) {
-      REQUIRE(sim::set_fast_kernels_level(level));
-      INFO("level " << sim_isa_name(level));
-      auto r = region;
-      sim::run_kernel(prog->kernels[0], r);
-      CHECK(output(r) == expected);
-    }
-    sim::set_fast_kernels_level(SimIsa::Auto);
+    check_every_level(*prog, region, y, expected);
   }
 }
