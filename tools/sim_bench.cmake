@@ -6,3 +6,11 @@ target_include_directories(sim-bench PRIVATE ${PROJECT_SOURCE_DIR}/device/sim)
 target_compile_definitions(sim-bench PRIVATE
   FURIOSA_SHARED_MODELS_DIR="${FURIOSA_SHARED_MODELS_DIR}")
 furiosa_warnings(sim-bench)
+
+# libcpuid-cap.so: preloaded into ONNX Runtime by tools/ort-compare/compare.sh so that the
+# simulator's avx2 / avx-vnni levels are timed against ONNX Runtime's kernels of the same class
+# (CPUID faulting hides AVX-512; see the source). x86-64 Linux only.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  add_library(cpuid-cap MODULE ort-compare/cpuid_cap.cpp)
+  furiosa_warnings(cpuid-cap)
+endif()
