@@ -22,6 +22,7 @@ namespace avx2 {
 
 #include "fast_kernels_avx2_base.inc"
 #include "fast_kernels_avx2_conv.inc"
+#include "fast_kernels_avx2_depthwise.inc"
 #include "fast_kernels_avx2_ops.inc"
 
 }  // namespace avx2
