@@ -143,6 +143,12 @@ struct ConvSpec {
   Layout x_layout, y_layout;
   bool per_channel, with_bias, depthwise_kind;
   float mult_scale;  // scales the requantization multipliers (large: saturation)
+  // Inputs at the ends of their range and weights at the values where 16-bit sums of two
+  // int8 products overflow (vpmaddubsw's pairs; docs/simulator-speed.md, "Exact int8 products
+  // without VNNI"): 0 no, 1 every weight from those values, 2 weights within +-64 of the
+  // middle but 1 in 200 at an end (a kernel that splits the pairs past 128 must get the few
+  // k4 rows that need a second pass right).
+  int extreme = 0;
 };
 
 std::int64_t out_dim(std::int64_t in, std::int64_t k, std::int64_t p0, std::int64_t p1,
@@ -173,9 +179,18 @@ void run_conv_case(const ConvSpec& s, std::uint32_t seed, bool in_place = false)
   REQUIRE(ow > 0);
   const std::int64_t cg = s.c / s.group, mg = s.m / s.group;
   const Shape ws{s.m, cg, s.kh, s.kw};
-  const auto w = random_8bit(static_cast<std::size_t>(element_count(ws)), s.w_type, seed + 1);
+  auto w = random_8bit(static_cast<std::size_t>(element_count(ws)), s.w_type, seed + 1);
   const auto [wlo, whi] = isa::quant_range(s.w_type);
   const auto [xlo, xhi] = isa::quant_range(s.x_type);
+  if (s.extreme == 1) {
+    // Offsets from the bottom of the range: the ends, and +-64 / +-65 around the middle.
+    const std::int32_t offsets[] = {0, 1, 2, 63, 64, 65, 127, 128, 191, 192, 193, 254, 255};
+    for (auto& v : w) v = wlo + offsets[rnd(rng, static_cast<std::int64_t>(std::size(offsets)))];
+  } else if (s.extreme == 2) {
+    for (auto& v : w) {
+      v = wlo + (rnd(rng, 200) == 0 ? (rnd(rng, 2) ? 255 : 0) : 64 + rnd(rng, 129));
+    }
+  }
   const auto [ylo, yhi] = isa::quant_range(s.y_type);
 
   isa::Conv2dParams p;
@@ -208,6 +223,12 @@ void run_conv_case(const ConvSpec& s, std::uint32_t seed, bool in_place = false)
            {y}, p);
   auto prog = b.finish({x}, {y});
   auto region = make_region(*prog, rng);
+  if (s.extreme != 0) {  // mostly the top of the range: activations of 255 once made unsigned
+    for (std::size_t i = 0; i < x.size_bytes(); ++i) {
+      region[x.address + i] =
+          static_cast<std::byte>(static_cast<std::uint8_t>(rnd(rng, 8) == 0 ? xlo : xhi));
+    }
+  }
 
   // Reference, on the input bytes as placed in the region.
   std::vector<std::byte> expected(y.size_bytes(), std::byte{0});
@@ -284,6 +305,17 @@ ConvSpec random_conv(std::mt19937& rng, bool depthwise) {
 TEST_CASE("Fast conv matches the reference on random shapes", "[device][kernels][fast][conv]") {
   std::mt19937 rng(2024);
   for (int i = 0; i < 150; ++i) run_conv_case(random_conv(rng, false), 1000 + i);
+}
+
+TEST_CASE("Fast conv is exact where 16-bit sums of two int8 products would saturate",
+          "[device][kernels][fast][conv]") {
+  std::mt19937 rng(4096);
+  for (int i = 0; i < 120; ++i) {
+    ConvSpec s = random_conv(rng, false);
+    s.extreme = 1 + i % 2;
+    s.mult_scale = 0.01f;  // accumulators of up to about 10^6: keep the outputs in range
+    run_conv_case(s, 9000 + i);
+  }
 }
 
 TEST_CASE("Fast depthwise conv matches the reference on random shapes",
