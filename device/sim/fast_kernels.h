@@ -79,6 +79,10 @@ struct ConvPlan {
   /// words of 4 signed bytes (k = 4 k4 .. 4 k4 + 3, little endian), laid out
   /// [group][ceil(Mg / kConvMr)][K4][kConvMr] (zero bytes as padding).
   std::int64_t K = 0, K4 = 0, m_blocks = 0;
+  /// k4 rows of the packed blocks (of group * m_blocks * K4) holding a pair of weights (bytes
+  /// 0-1 or 2-3 of a word) with |w1| + |w2| > 128, whose 16-bit products can saturate
+  /// `vpmaddubsw`: the avx2 GEMM uses it only when few rows have such a pair.
+  std::int64_t wide_pair_rows = 0;
   bool pointwise = false;                 ///< 1x1, stride 1, no padding: no im2col needed
   std::vector<std::int32_t> w_packed;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -336,6 +337,7 @@ std::shared_ptr<const fast::ConvPlan> make_conv_plan(const ConvDesc& d) {
   for (std::int64_t g = 0; g < p.group; ++g) {
     for (std::int64_t mb = 0; mb < f.m_blocks; ++mb) {
       for (std::int64_t k4 = 0; k4 < f.K4; ++k4) {
+        bool wide = false;
         for (std::int64_t r = 0; r < MR; ++r) {
           const std::int64_t ml = mb * MR + r;
           if (ml >= d.Mg) continue;
@@ -343,9 +345,12 @@ std::shared_ptr<const fast::ConvPlan> make_conv_plan(const ConvDesc& d) {
           for (std::int64_t j = 0; j < 4 && 4 * k4 + j < K; ++j) {
             b[j] = weight(g * d.Mg + ml, 4 * k4 + j);
           }
+          wide = wide || std::abs(b[0]) + std::abs(b[1]) > 128 ||
+                 std::abs(b[2]) + std::abs(b[3]) > 128;
           f.w_packed[static_cast<std::size_t>(((g * f.m_blocks + mb) * f.K4 + k4) * MR + r)] =
               pack4(b);
         }
+        if (wide) ++f.wide_pair_rows;
       }
     }
   }
