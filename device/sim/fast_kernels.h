@@ -81,7 +81,8 @@ struct ConvPlan {
   std::int64_t K = 0, K4 = 0, m_blocks = 0;
   /// k4 rows of the packed blocks (of group * m_blocks * K4) holding a pair of weights (bytes
   /// 0-1 or 2-3 of a word) with |w1| + |w2| > 128, whose 16-bit products can saturate
-  /// `vpmaddubsw`: the avx2 GEMM uses it only when few rows have such a pair.
+  /// `vpmaddubsw`: the avx2 GEMM uses it only when few rows have such a pair, and takes the
+  /// weights as they are, without looking for such pairs, when this is 0 (so it must be exact).
   std::int64_t wide_pair_rows = 0;
   bool pointwise = false;                 ///< 1x1, stride 1, no padding: no im2col needed
   std::vector<std::int32_t> w_packed;
