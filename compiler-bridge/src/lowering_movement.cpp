@@ -42,12 +42,17 @@ void Lowering::emit_qconcat(const Node& n) {
   auto yq = scalar_quant(g_, n, 0, 1);
   std::int64_t axis = n.attr_int("axis", 0);
   if (axis < 0) axis += static_cast<std::int64_t>(yv.shape.size());
+  // Lowered like a plain Concat when the first tensor is (a conv's output): concatenating and
+  // requantizing in the lowered layout needs no relayout (LowLevelReshape) of each input to
+  // Linear and of the result back for the next conv, two full copies per concatenation.
+  const auto layout =
+      n.inputs.size() > 2 ? movement_layout(n.inputs[2], yv.shape) : isa::Layout::Linear;
   std::vector<isa::TensorRef> ins;
   for (std::size_t i = 2; i + 2 < n.inputs.size(); i += 3) {
     auto xq = scalar_quant(g_, n, i + 1, i + 2);
-    auto x = device_value(n.inputs[i], isa::Layout::Linear, n);
+    auto x = device_value(n.inputs[i], layout, n);
     if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
-      auto r = alloc_activation(yv.dtype, x.shape, isa::Layout::Linear);
+      auto r = alloc_activation(yv.dtype, x.shape, layout);
       push_kernel({.kind = isa::KernelKind::Requantize,
                    .node_name = n.name,
                    .operator_index = n.index,
@@ -59,7 +64,7 @@ void Lowering::emit_qconcat(const Node& n) {
     }
     ins.push_back(x);
   }
-  auto y = alloc_activation(yv.dtype, yv.shape, isa::Layout::Linear);
+  auto y = alloc_activation(yv.dtype, yv.shape, layout);
   push_kernel({.kind = isa::KernelKind::Concat,
                .node_name = n.name,
                .operator_index = n.index,

@@ -107,6 +107,16 @@ void compare_with_ort(const std::string& file, const char* device) {
              "program(s), {} host steps\n",
              file, kInputs, worst_steps, worst_box_px, worst_score, detections, matched_all,
              summary.npu_mac_share_percent(), summary.npu_programs, summary.host_steps.size());
+  // QLinearConcat stays in the lowered layout of the convolutions around it: no kernel only
+  // relayouts a tensor (a LowLevelReshape to the same shape); before 2026-12-06 there were 57.
+  std::size_t relayouts = 0;
+  for (const auto& call : runner->compiled().npu_calls) {
+    for (const auto& k : call.program->kernels) {
+      if (k.kind == isa::KernelKind::Reshape && k.inputs.at(0).shape == k.outputs.at(0).shape)
+        ++relayouts;
+    }
+  }
+  CHECK(relayouts == 0);
   CHECK(below_cap >= 1);
   CHECK(worst_steps <= 2.0 + 1e-3);
   // A raw DFL logit one step away moves a box side by at most a fraction of a cell; the
