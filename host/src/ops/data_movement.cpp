@@ -16,7 +16,7 @@ namespace {
 // Same bytes, new shape (Flatten, Reshape, Squeeze, Unsqueeze, Identity).
 std::vector<Tensor> run_copy(const Ctx& c, const OutInfos& o) {
   const Tensor& x = c.t(0);
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   if (!x.bytes().empty()) std::memcpy(y.bytes().data(), x.bytes().data(), x.bytes().size());
   return single_output(std::move(y));
 }
@@ -95,7 +95,7 @@ std::vector<Tensor> run_transpose(const Ctx& c, const OutInfos& o) {
   const auto in_st = contiguous_strides(x.shape());
   std::vector<std::int64_t> st(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) st[i] = in_st[static_cast<std::size_t>(perm[i])];
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   gather_strided_any(x.dtype(), x.bytes().data(), y.bytes().data(), y.shape(), st, 0);
   return single_output(std::move(y));
 }
@@ -130,7 +130,7 @@ OutInfos infer_concat(const Ctx& c) {
   return {{dt, out}};
 }
 std::vector<Tensor> run_concat(const Ctx& c, const OutInfos& o) {
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   const Shape& ys = y.shape();
   const auto axis = static_cast<std::size_t>(
       c.axis(c.node.attr_int("axis", 0), static_cast<std::int64_t>(ys.size()), "axis"));
@@ -205,7 +205,7 @@ std::vector<Tensor> run_split(const Ctx& c, const OutInfos& o) {
   std::vector<Tensor> out;
   std::int64_t at = 0;
   for (std::size_t i = 0; i < o.size(); ++i) {
-    Tensor y = c.output(o, i);
+    Tensor y = c.output_for_overwrite(o, i);
     const std::int64_t chunk = o[i].second[axis] * inner;
     for (std::int64_t a = 0; a < outer && chunk > 0; ++a) {
       std::memcpy(y.bytes().data() + a * chunk, x.bytes().data() + a * row + at, static_cast<std::size_t>(chunk));

@@ -16,7 +16,7 @@ std::string check_relu(const Node& n, const DtypeList& d) {
   return Checker{n, d, {}}.in(0, "X", kF32 | bit(DType::Int8) | kIdx).reason;
 }
 std::vector<Tensor> run_relu(const Ctx& c, const OutInfos& o) {
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     auto x = c.t(0).as<T>();
@@ -27,7 +27,7 @@ std::vector<Tensor> run_relu(const Ctx& c, const OutInfos& o) {
 }
 
 std::vector<Tensor> run_sigmoid(const Ctx& c, const OutInfos& o) {
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   auto x = c.t(0).as<float>();
   sigmoid_f32(x.data(), y.as<float>().data(), static_cast<std::int64_t>(x.size()));
   return single_output(std::move(y));
@@ -123,7 +123,7 @@ enum class BinOp { Add, Sub, Mul, Div };
 
 template <BinOp op>
 std::vector<Tensor> run_binary(const Ctx& c, const OutInfos& o) {
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (op == BinOp::Add) {
@@ -156,7 +156,7 @@ enum class Unary { Exp, Log, Sqrt, Tanh, Floor, Ceil, LeakyRelu, HardSigmoid, Ha
 
 template <Unary op>
 std::vector<Tensor> run_unary(const Ctx& c, const OutInfos& o) {
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   const float alpha = float_attr(c.node, "alpha", op == Unary::LeakyRelu ? 0.01f : 0.2f);
   const float beta = float_attr(c.node, "beta", 0.5f);
   visit_dtype(y.dtype(), [&](auto tag) {

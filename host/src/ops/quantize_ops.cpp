@@ -110,7 +110,7 @@ std::vector<Tensor> run_dequantize(const Ctx& c, const OutInfos& o) {
   const auto scales = c.t(1).as<float>();
   const std::vector<std::int64_t> zps = c.has(2) ? int_values(c.t(2)) : std::vector<std::int64_t>{};
   const auto xv = int_values(x);
-  Tensor y = c.output(o, 0);
+  Tensor y = c.output_for_overwrite(o, 0);
   float* out = y.as<float>().data();
   host::for_each_quant_block(x.shape(), axis, [&](std::int64_t at, std::int64_t len, std::int64_t k) {
     const float s = scales[static_cast<std::size_t>(k)];

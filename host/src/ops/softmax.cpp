@@ -22,7 +22,7 @@ OutInfos infer_softmax(const Ctx& c) {
 template <bool log>
 std::vector<Tensor> run_softmax(const Ctx& c, const OutInfos& o) {
   const Tensor& tx = c.t(0);
-  Tensor ty = c.output(o, 0);
+  Tensor ty = c.output_for_overwrite(o, 0);
   const Shape& s = tx.shape();
   const std::int64_t rank = static_cast<std::int64_t>(s.size());
   if (rank == 0) {  // a scalar: softmax 1, log-softmax 0
