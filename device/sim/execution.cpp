@@ -77,15 +77,17 @@ std::int64_t steady_now_ns() {
 }
 
 ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file, const Task& task,
-                                  std::int64_t& timeline_ns) {
+                                  DeviceTimeline& timeline) {
   const ProgramCost& cost = task.program->cost();
   const isa::Program& prog = task.program->program();
   ExecutionTiming t;
   t.execution_index = task.index;
-  std::int64_t clock = std::max(steady_now_ns(), timeline_ns);
+  std::int64_t clock = std::max(steady_now_ns(), timeline.load_free_ns);
   t.load_start_ns = clock;
   for (std::int64_t ns : cost.load_ns) clock += ns;
   t.load_end_ns = clock;
+  timeline.load_free_ns = clock;
+  clock = std::max(clock, timeline.pe_free_ns);
   t.exec_start_ns = clock;
   t.kernels.reserve(cost.kernels.size());
   for (std::size_t k = 0; k < cost.kernels.size(); ++k) {
@@ -105,9 +107,12 @@ ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& fil
     t.kernels.push_back(kt);
   }
   t.exec_end_ns = clock;
+  timeline.pe_free_ns = clock;
+  clock = std::max(clock, timeline.store_free_ns);
   t.store_start_ns = clock;
   for (std::int64_t ns : cost.store_ns) clock += ns;
   t.store_end_ns = clock;
+  timeline.store_free_ns = clock;
   t.kernel_cycles = cost.kernel_cycles;
   t.task_cycles = static_cast<std::uint64_t>(
       std::ceil(static_cast<double>(t.store_end_ns - t.load_start_ns) * config.clock_ghz));
@@ -116,7 +121,6 @@ ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& fil
                           static_cast<std::uint64_t>(file.pe_count());
   t.dma_bytes_to_device = cost.dma_bytes_to_device;
   t.dma_bytes_to_host = cost.dma_bytes_to_host;
-  timeline_ns = clock;
   return t;
 }
 

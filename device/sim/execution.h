@@ -36,11 +36,22 @@ struct Task {
 /// ns since the steady clock's epoch: the clock of every timestamp in ExecutionTiming.
 std::int64_t steady_now_ns();
 
-/// Modelled timing of `task` on device `file`: Load, kernels and Store laid end to end from
-/// max(now, `timeline_ns`), which is then moved to the Store end. Call in the order executions
-/// are taken, so that they never overlap on the timeline.
+/// The device's three engines on the modelled timeline, each the ns at which it is next free:
+/// the host -> device DMA (Load), the PE or fused PE (the kernels) and the device -> host DMA
+/// (Store). They run concurrently, as a card's DMA engines and PEs do, so the Load of a queued
+/// execution overlaps the kernels of the one before it (docs/timing.md, "An execution").
+struct DeviceTimeline {
+  std::int64_t load_free_ns = 0;
+  std::int64_t pe_free_ns = 0;
+  std::int64_t store_free_ns = 0;
+};
+
+/// Modelled timing of `task` on device `file`: its Load starts at max(now, the Load engine's
+/// free time), its kernels back to back from max(Load end, the PE's free time), its Store from
+/// max(kernels' end, the Store engine's free time); `timeline` is moved past each. Call in the
+/// order executions are taken, so that each engine runs them in that order without overlap.
 ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file, const Task& task,
-                                  std::int64_t& timeline_ns);
+                                  DeviceTimeline& timeline);
 
 /// Runs `task` on the calling thread: its injected fault, if any, else the DMA checks and (in
 /// functional mode) Load, kernels and Store; adds it to `counters`, paces it

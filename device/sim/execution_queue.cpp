@@ -258,7 +258,7 @@ void ExecutionQueue::worker_loop(std::size_t me) {
         }
         continue;
       }
-      timing = place_on_timeline(config_, file_, task, timeline_ns_);
+      timing = place_on_timeline(config_, file_, task, timeline_);
     }
     not_full_.notify_one();
     try {

@@ -11,19 +11,22 @@
 //   GlobalAveragePool): compute = 0; they are bound by SRAM traffic.
 //   sram     = (bytes of all inputs and outputs + conv/matmul weight bytes)
 //              / (sram_bytes_per_cycle_per_pe * P)
-//   dram     = (weight bytes streamed from DRAM + activation bytes spilled to and read back
-//              from DRAM) / the device's share of the card's DRAM bandwidth (P / pes_per_card of
-//              dram_bytes_per_ns, per cycle)
+//   dram     = weight bytes streamed from DRAM / the device's share of the card's DRAM
+//              bandwidth (P / pes_per_card of dram_bytes_per_ns, per cycle)
+//   spill    = activation bytes spilled to and read back from DRAM / the same share: not
+//              overlapped with the rest (an eviction makes the room the kernel's output needs,
+//              a read-back brings a value its reader needs and there was no room for)
 //   exchange = fused PE, the kinds marked fused_exchange in kernel_kinds.h (Conv2d and MatMul):
 //              output bytes / fused_exchange_bytes_per_cycle
 //              (the PEs split the output channels; the next kernel reduces over all of them, so
 //              each PE needs the other's half; depthwise and vector kernels stay channel-local)
-//   cycles   = kernel_overhead_cycles + exchange + max(compute, sram, dram)
+//   cycles   = kernel_overhead_cycles + exchange + max(compute, sram, dram) + spill
 // SRAM residency (sram_plan.h): activations first, held by every PE of the device; weights kept
 // resident in program order in what the peak of live activations leaves (split between the PEs),
 // the weights of later kernels streamed from DRAM at every execution; activations that do not
 // fit are evicted to DRAM or written there by a tiled kernel, and read back by their readers.
-// DMA: dma_latency_ns + bytes / pcie_bytes_per_ns per transfer (one per program input/output).
+// DMA: dma_latency_ns + bytes / pcie_bytes_per_ns per transfer (one per program input/output),
+// on DMA engines that run beside the PE (execution.h, DeviceTimeline).
 #include "timing.h"
 
 #include <algorithm>
@@ -110,22 +113,28 @@ KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count
   c.dram_bytes = streamed;
   c.spill_read_bytes = spill.read_bytes;
   c.spill_write_bytes = spill.write_bytes;
-  const std::uint64_t dram_traffic = streamed + spill.read_bytes + spill.write_bytes;
-  if (dram_traffic > 0) {
+  const std::uint64_t spill_traffic = spill.read_bytes + spill.write_bytes;
+  if (streamed + spill_traffic > 0) {
     const double share = static_cast<double>(std::max(pe_count, 1)) /
                          static_cast<double>(std::max(config.pes_per_card, 1));
     const double dram_bytes_per_cycle = config.dram_bytes_per_ns / config.clock_ghz * std::min(share, 1.0);
-    c.dram_cycles = cycles_for(static_cast<double>(dram_traffic), dram_bytes_per_cycle);
+    c.dram_cycles = cycles_for(static_cast<double>(streamed), dram_bytes_per_cycle);
+    c.spill_cycles = cycles_for(static_cast<double>(spill_traffic), dram_bytes_per_cycle);
   }
   if (pe_count > 1 && isa::kernel_kind_info(kernel.kind).fused_exchange) {
     c.exchange_cycles = cycles_for(static_cast<double>(output_bytes(kernel)), config.fused_exchange_bytes_per_cycle);
   }
+  // Streamed weights overlap the compute (they are read in small pieces ahead of use); spills
+  // do not: an eviction must leave SRAM before the kernel's output can take its place, and a
+  // value read back must be on chip before its reader uses it, because there was no room to
+  // hold it there earlier (docs/timing.md, "Spills").
   c.cycles = config.kernel_overhead_cycles + c.exchange_cycles +
-             std::max({c.compute_cycles, c.sram_cycles, c.dram_cycles});
-  c.bound = c.compute_cycles >= c.sram_cycles && c.compute_cycles >= c.dram_cycles
+             std::max({c.compute_cycles, c.sram_cycles, c.dram_cycles}) + c.spill_cycles;
+  const std::uint64_t dram_total = c.dram_cycles + c.spill_cycles;
+  c.bound = c.compute_cycles >= c.sram_cycles && c.compute_cycles >= dram_total
                 ? KernelBound::Compute
-            : c.dram_cycles > c.sram_cycles ? KernelBound::Dram
-                                            : KernelBound::Sram;
+            : dram_total > c.sram_cycles ? KernelBound::Dram
+                                         : KernelBound::Sram;
   return c;
 }
 

@@ -20,10 +20,11 @@ const char* bound_name(KernelBound bound) noexcept;
 
 /// Modelled cost of one kernel on one device. Cycles at SimConfig::clock_ghz.
 struct KernelCost {
-  std::uint64_t cycles = 0;           ///< overhead + exchange + max(compute, sram, dram)
+  std::uint64_t cycles = 0;           ///< overhead + exchange + max(compute, sram, dram) + spill
   std::uint64_t compute_cycles = 0;   ///< aligned MACs / MAC rate (0 for vector kernels)
   std::uint64_t sram_cycles = 0;      ///< on-chip traffic / SRAM bandwidth
   std::uint64_t dram_cycles = 0;      ///< weights streamed from DRAM / the device's DRAM share
+  std::uint64_t spill_cycles = 0;  ///< activations spilled to and read back from DRAM / that share
   std::uint64_t exchange_cycles = 0;  ///< fused PE only: output exchange between the PEs
   std::uint64_t macs = 0;             ///< isa::kernel_macs (useful work)
   std::uint64_t aligned_macs = 0;     ///< MACs the array performs, channels and width padded
@@ -31,7 +32,8 @@ struct KernelCost {
   std::uint64_t spill_read_bytes = 0;     ///< activations read from DRAM (SramPlan)
   std::uint64_t spill_write_bytes = 0;    ///< activations written to DRAM (SramPlan)
   std::uint64_t io_bytes = 0;             ///< inputs + outputs + weights, in device layouts
-  KernelBound bound = KernelBound::Sram;  ///< the largest of compute, SRAM and DRAM
+  KernelBound bound =
+      KernelBound::Sram;  ///< the largest of compute, SRAM and DRAM (streamed + spill)
 };
 
 /// Modelled cost of a program on a device of `pe_count` PEs: made once at load, then used for

@@ -380,10 +380,49 @@ TEST_CASE("Sim pacing: completion no earlier than the modelled end", "[device][s
     CHECK(now >= f->timing().store_end_ns);
     CHECK(f->timing().store_end_ns - f->timing().load_start_ns >= 4'000'000);
   }
-  // Three executions of >= 4 ms each, back to back.
-  CHECK(std::chrono::steady_clock::now() - before >= std::chrono::milliseconds(12));
-  CHECK(fences[1]->timing().load_start_ns >= fences[0]->timing().store_end_ns);
-  CHECK(fences[2]->timing().load_start_ns >= fences[1]->timing().store_end_ns);
+  // Each engine (Load DMA, PE, Store DMA) takes the executions in order, one at a time: three
+  // 2 ms Loads one after the other, then the last 2 ms Store.
+  for (std::size_t i = 1; i < fences.size(); ++i) {
+    const auto& a = fences[i - 1]->timing();
+    const auto& b = fences[i]->timing();
+    CHECK(b.load_start_ns >= a.load_end_ns);
+    CHECK(b.exec_start_ns >= a.exec_end_ns);
+    CHECK(b.store_start_ns >= a.store_end_ns);
+  }
+  CHECK(fences[2]->timing().store_end_ns - fences[0]->timing().load_start_ns >= 8'000'000);
+  CHECK(std::chrono::steady_clock::now() - before >= std::chrono::milliseconds(8));
+}
+
+TEST_CASE("Sim timeline: a queued execution's Load overlaps the kernels and Store before it",
+          "[device][sim][timing]") {
+  SimConfig config;
+  config.pacing = false;  // modelled time only: nothing waits for it
+  // A 1000 s DMA: the second execution is placed long before the first one's modelled Load
+  // ends, however slow the host, so the overlap does not depend on the host's speed.
+  config.dma_latency_ns = 1'000'000'000'000;
+  auto s = open_sim(config);
+  auto p = add_program();
+  auto loaded = s.device->load(p.program);
+  std::vector<std::byte> x(p.program->inputs[0].size_bytes());
+  std::vector<std::byte> y0(240), y1(240);
+  auto f0 = s.device->submit(*loaded, {x}, {y0});
+  f0->wait();
+  auto f1 = s.device->submit(*loaded, {x}, {y1});
+  f1->wait();
+  REQUIRE_FALSE(f0->error());
+  REQUIRE_FALSE(f1->error());
+  const auto& a = f0->timing();
+  const auto& b = f1->timing();
+  // The second Load starts when the first ends, while the first execution's kernels and Store
+  // still run; its kernels wait for its Load and the PE, its Store for them and the first Store.
+  CHECK(b.load_start_ns == a.load_end_ns);
+  CHECK(b.load_start_ns < a.store_end_ns);
+  CHECK(b.exec_start_ns >= a.exec_end_ns);
+  CHECK(b.exec_start_ns == b.load_end_ns);
+  CHECK(b.store_start_ns == std::max(b.exec_end_ns, a.store_end_ns));
+  CHECK(b.store_end_ns - a.load_start_ns <
+        4 * (a.load_end_ns - a.load_start_ns));  // not 2 x (Load + Store)
+  CHECK(b.store_end_ns - b.store_start_ns == a.store_end_ns - a.store_start_ns);
 }
 
 TEST_CASE("Sim handles many submissions from several threads", "[device][sim]") {

@@ -98,6 +98,16 @@ TEST_CASE("the closed-loop schedule of the modelled latency", "[tools][modelled]
   for (auto l : tools::closed_loop_latencies(1, 1, 100, 10, 30)) CHECK(l == 130);
   const auto busy = tools::closed_loop_latencies(1, 2, 100, 20, 30);
   for (std::size_t i = 4; i < busy.size(); ++i) CHECK(busy[i] == 200);
+  // Load, kernels and Store on engines of their own: alone, a query takes their sum; two on one
+  // device overlap one's Load and Store with the other's kernels, so the device completes one
+  // per kernels' time (the busiest engine) and each query waits for the other's kernels.
+  const tools::DeviceStages stages{20, 100, 10};
+  for (auto l : tools::closed_loop_latencies(1, 1, stages, 10)) CHECK(l == 130);
+  const auto piped = tools::closed_loop_latencies(1, 2, stages, 20);
+  for (std::size_t i = 4; i < piped.size(); ++i) CHECK(piped[i] == 200);
+  // A DMA-bound device: the Load engine sets the pace.
+  const auto dma = tools::closed_loop_latencies(1, 3, tools::DeviceStages{100, 40, 10}, 30);
+  for (std::size_t i = 6; i < dma.size(); ++i) CHECK(dma[i] == 300);
   CHECK(tools::count_devices("npu0pe0,npu0pe1") == 2);
   CHECK(tools::count_devices("npu0pe0-1") == 1);
 }
@@ -125,13 +135,18 @@ TEST_CASE("two runs give the same modelled section", "[tools][modelled][determin
   CHECK(a.modelled.device_p90_us == b.modelled.device_p90_us);
   // Two workers on one device (MobileNetV2's device time is below the per-query term): each
   // query's host part overlaps the other's device time, so the loop runs at two queries per
-  // device time + per-query term, and the device-only schedule waits for the other query.
+  // device time + per-query term; in the device-only schedule the second query's Load overlaps
+  // the first one's kernels, so the PE (the busiest engine) never idles: one query per Execution,
+  // each query waiting for the other's.
+  const auto& prog = a.modelled.programs[0];
   const double loop_us = a.modelled.device_us + tools::kQueryOverheadUs;
   CHECK(a.modelled.query_overhead_us == tools::kQueryOverheadUs);
-  CHECK(a.modelled.device_p50_us == Approx(2 * a.modelled.device_us).epsilon(1e-6));
-  CHECK(a.modelled.device_samples_per_s == Approx(1e6 / a.modelled.device_us).epsilon(1e-6));
+  CHECK(prog.execution_us > prog.load_us);
+  CHECK(prog.execution_us > prog.store_us);
+  CHECK(a.modelled.device_p50_us == Approx(2 * prog.execution_us).epsilon(1e-6));
+  CHECK(a.modelled.device_samples_per_s == Approx(1e6 / prog.execution_us).epsilon(1e-6));
   CHECK(a.modelled.samples_per_s ==
-        Approx(std::min(1e6 / a.modelled.device_us, 2e6 / loop_us)).epsilon(1e-6));
+        Approx(std::min(1e6 / prog.execution_us, 2e6 / loop_us)).epsilon(1e-6));
   CHECK(a.modelled.p50_us >= loop_us - 1e-3);
   // The host operators of MobileNetV2's float input and output are found (their time is measured).
   CHECK(a.modelled.host_us_by_operator.contains("Quantize"));
@@ -214,8 +229,9 @@ TEST_CASE("SSD-MobileNet v1: out-of-sample check against MLPerf v2.0 (nothing re
   // submission (mlcommons/inference_results_v2.0, closed/FuriosaAI/results/warboy/ssd-mobilenet):
   // single-stream p90 364.124 us (fused PE, batch 1); offline 8762.15 samples/s (two single PEs,
   // batch 8, 8 workers; code/mlperf/scripts/offline.sh). The model's errors on this network are
-  // +16.5% and -16.2% (docs/timing.md, "Validation"); the tolerances below are the ones those
-  // errors support (25%), not the calibration's 10%.
+  // +16.5% (single stream) and -5.6% (offline, since Load and Store overlap other executions'
+  // kernels; -16.2% before: docs/timing.md, "Validation"); offline is held to the goal of 10%,
+  // single stream to the 25% its error supports.
   const fs::path model = FURIOSA_SSD_MOBILENET;
   if (!fs::exists(model)) FAIL("missing " << model.string() << ": build the ssd-mobilenet-model target");
   const auto single_stream = timed_bench(model, "npu0pe0-1", 1, 1);
@@ -227,8 +243,8 @@ TEST_CASE("SSD-MobileNet v1: out-of-sample check against MLPerf v2.0 (nothing re
                                                    << offline.modelled.samples_per_s << " samples/s");
   CHECK(single_stream.modelled.p90_us > 364.124 * 0.75);
   CHECK(single_stream.modelled.p90_us < 364.124 * 1.25);
-  CHECK(offline.modelled.samples_per_s > 8762.15 * 0.75);
-  CHECK(offline.modelled.samples_per_s < 8762.15 * 1.25);
+  CHECK(offline.modelled.samples_per_s > 8762.15 * 0.9);
+  CHECK(offline.modelled.samples_per_s < 8762.15 * 1.1);
 }
 
 TEST_CASE("SSD-ResNet34: out-of-sample check against MLPerf v2.0 (nothing refitted)",
@@ -237,8 +253,9 @@ TEST_CASE("SSD-ResNet34: out-of-sample check against MLPerf v2.0 (nothing refitt
   // architecture, 216.4 GMACs per image). FuriosaAI's MLPerf Inference v2.0 figures as issue 34
   // quotes them (closed/FuriosaAI/results/warboy/ssd-resnet34): single-stream p90 13.43 ms (fused
   // PE, batch 1); offline 79.9 samples/s (fused PE, 4 workers, batch 1). The model's errors are
-  // -16.8% and +13.6% with the SRAM plan (-20.1% and +18.4% without it; docs/timing.md); the
-  // tolerances are the ones those errors support (20%), not the goal of 10%.
+  // -9.1% and +7.0% since spills no longer overlap the kernels and DMA overlaps other
+  // executions (-16.8% and +13.6% with the SRAM plan before that, -20.1% and +18.4% without it;
+  // docs/timing.md): held to the goal of 10%.
   const fs::path model = FURIOSA_SSD_RESNET34;
   if (!fs::exists(model))
     FAIL("missing " << model.string() << ": build the ssd-resnet34-model target");
@@ -249,10 +266,10 @@ TEST_CASE("SSD-ResNet34: out-of-sample check against MLPerf v2.0 (nothing refitt
   INFO("modelled SSD-ResNet34 single-stream p90 "
        << single_stream.modelled.p90_us << " us (device " << single_stream.modelled.device_p90_us
        << " us), offline " << offline.modelled.samples_per_s << " samples/s");
-  CHECK(single_stream.modelled.p90_us > 13430 * 0.8);
-  CHECK(single_stream.modelled.p90_us < 13430 * 1.2);
-  CHECK(offline.modelled.samples_per_s > 79.9 * 0.8);
-  CHECK(offline.modelled.samples_per_s < 79.9 * 1.2);
+  CHECK(single_stream.modelled.p90_us > 13430 * 0.9);
+  CHECK(single_stream.modelled.p90_us < 13430 * 1.1);
+  CHECK(offline.modelled.samples_per_s > 79.9 * 0.9);
+  CHECK(offline.modelled.samples_per_s < 79.9 * 1.1);
 }
 
 TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled][bottleneck]") {
@@ -272,8 +289,10 @@ TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled
     const auto m = tools::model_figures(spans, 1, 2, 8, 10'200, 2);
     REQUIRE(m.available);
     CHECK(m.bottleneck.kind == "device-bound");
-    CHECK(m.samples_per_s == Approx(8 / 5055e-6));  // the per-query term overlaps the other query
-    CHECK(m.p50_us == Approx(2 * 5055.0));
+    // The per-query term overlaps the other query, and so do the Load and Store: the PE
+    // completes one query per Execution.
+    CHECK(m.samples_per_s == Approx(8 / 5000e-6));
+    CHECK(m.p50_us == Approx(2 * 5000.0));          // each query waits for the other's kernels
     CHECK(m.bottleneck.shares.at("device") < 0.5);  // the rest of the latency waits for the device
   }
   SECTION("one worker for two PEs: the second PE idles") {
@@ -284,7 +303,7 @@ TEST_CASE("the bottleneck is named on three constructed runs", "[tools][modelled
     CHECK(m.samples_per_s == Approx(8 / ((5055 + tools::kQueryOverheadUs) * 1e-6)));  // one query in flight
     CHECK(m.device_samples_per_s == Approx(8 / 5055e-6));
     CHECK(m.p50_us == Approx(5055 + tools::kQueryOverheadUs));
-    CHECK(m.bottleneck.device_bound_samples_per_s == Approx(2 * 8 / 5055e-6));
+    CHECK(m.bottleneck.device_bound_samples_per_s == Approx(2 * 8 / 5000e-6));
   }
   SECTION("async: four workers on one PE, each query's latency holding 100 queued queries") {
     // An offline run: the mean latency (100 x 5055 us) counts the wait behind the queue, not the

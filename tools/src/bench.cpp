@@ -211,29 +211,44 @@ int count_devices(std::string_view name) noexcept {
   return static_cast<int>(std::count(name.begin(), name.end(), ',')) + 1;
 }
 
-std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight, std::int64_t service_ns,
-                                                std::size_t completions, std::int64_t overhead_ns) {
+std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight,
+                                                const DeviceStages& stages, std::size_t completions,
+                                                std::int64_t overhead_ns) {
   std::vector<std::int64_t> out;
-  if (devices <= 0 || in_flight <= 0 || service_ns < 0 || overhead_ns < 0) return out;
+  if (devices <= 0 || in_flight <= 0 || stages.load_ns < 0 || stages.exec_ns < 0 ||
+      stages.store_ns < 0 || overhead_ns < 0) {
+    return out;
+  }
   // Queries ready to submit, by time then client index (ties broken the same way every run).
   std::priority_queue<std::pair<std::int64_t, int>, std::vector<std::pair<std::int64_t, int>>, std::greater<>> ready;
   for (int c = 0; c < in_flight; ++c) ready.push({0, c});
-  std::vector<std::int64_t> free_at(static_cast<std::size_t>(devices), 0);
+  // Per device, when each engine is next free: Load DMA, PE, Store DMA.
+  struct Engines {
+    std::int64_t load = 0, pe = 0, store = 0;
+  };
+  std::vector<Engines> dev(static_cast<std::size_t>(devices));
   out.reserve(completions);
   while (out.size() < completions) {
     const auto [submitted, client] = ready.top();
     ready.pop();
-    // The device free first (lowest index on ties): a shared FIFO over the devices.
     // The query's host part (overhead_ns) occupies no device, so it overlaps the other queries'
     // device time; it is placed before the device, which gives the same latency and rate as any
     // split between submission and completion in a closed loop.
-    const auto dev = std::min_element(free_at.begin(), free_at.end());
-    const std::int64_t end = std::max(submitted + overhead_ns, *dev) + service_ns;
-    *dev = end;
-    out.push_back(end - submitted);
-    ready.push({end, client});
+    auto& d = *std::min_element(dev.begin(), dev.end(),
+                                [](const Engines& a, const Engines& b) { return a.pe < b.pe; });
+    d.load = std::max(submitted + overhead_ns, d.load) + stages.load_ns;
+    d.pe = std::max(d.load, d.pe) + stages.exec_ns;
+    d.store = std::max(d.pe, d.store) + stages.store_ns;
+    out.push_back(d.store - submitted);
+    ready.push({d.store, client});
   }
   return out;
+}
+
+std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight, std::int64_t service_ns,
+                                                std::size_t completions, std::int64_t overhead_ns) {
+  return closed_loop_latencies(devices, in_flight, DeviceStages{0, service_ns, 0}, completions,
+                               overhead_ns);
 }
 
 ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, int devices,
@@ -287,12 +302,18 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
   }
   if (!m.available) return m;
   // Device time in whole ns, so the schedule is exact; the modelled spans are whole ns.
-  const auto service_ns = static_cast<std::int64_t>(std::llround(m.device_us * 1e3));
+  DeviceStages stages;
+  for (const auto& p : m.programs) {
+    stages.load_ns += static_cast<std::int64_t>(std::llround(p.load_us * 1e3));
+    stages.exec_ns += static_cast<std::int64_t>(std::llround(p.execution_us * 1e3));
+    stages.store_ns += static_cast<std::int64_t>(std::llround(p.store_us * 1e3));
+  }
   m.query_overhead_us = std::max(0.0, query_overhead_us);
   const auto overhead_ns = static_cast<std::int64_t>(std::llround(m.query_overhead_us * 1e3));
   const std::size_t skip = 2 * static_cast<std::size_t>(m.workers);  // the start-up of the schedule
   const auto percentiles = [&](std::int64_t host_ns, double& p50, double& p90, double& p99) {
-    std::vector<std::int64_t> lat = closed_loop_latencies(m.devices, m.workers, service_ns, 1000 + skip, host_ns);
+    std::vector<std::int64_t> lat =
+        closed_loop_latencies(m.devices, m.workers, stages, 1000 + skip, host_ns);
     lat.erase(lat.begin(), lat.begin() + static_cast<std::ptrdiff_t>(skip));
     std::sort(lat.begin(), lat.end());
     p50 = static_cast<double>(profiler::percentile<std::int64_t>(lat, 500)) * 1e-3;
@@ -303,13 +324,17 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
   percentiles(0, m.device_p50_us, m.device_p90_us, m.device_p99_us);
   const double b = static_cast<double>(m.batch);
   const double device_s = m.device_us * 1e-6;
+  // A device kept busy completes one query per its busiest engine's time (Load, kernels or
+  // Store: they overlap between queries); fewer queries in flight than that needs leave it idle.
+  const double busiest_s = static_cast<double>(stages.bottleneck_ns()) * 1e-9;
+  const double devices_rate = busiest_s > 0 ? static_cast<double>(m.devices) * b / busiest_s : 0;
   // Closed loop: the devices' rate, or the workers' when each carries its query's device time
   // and the per-query term one after the other.
   const double loop_s = device_s + m.query_overhead_us * 1e-6;
-  m.device_samples_per_s = device_s > 0 ? static_cast<double>(std::min(m.workers, m.devices)) * b / device_s : 0;
-  m.samples_per_s = device_s > 0 ? std::min(static_cast<double>(m.devices) * b / device_s,
-                                            static_cast<double>(m.workers) * b / loop_s)
-                                 : 0;
+  m.device_samples_per_s =
+      device_s > 0 ? std::min(devices_rate, static_cast<double>(m.workers) * b / device_s) : 0;
+  m.samples_per_s =
+      device_s > 0 ? std::min(devices_rate, static_cast<double>(m.workers) * b / loop_s) : 0;
 
   // Host operators per query, measured (the queries after the first).
   std::set<std::pair<std::uint64_t, std::uint64_t>> counted;
@@ -333,7 +358,7 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
   Bottleneck& bn = m.bottleneck;
   const double host_s = m.host_us * 1e-6;
   const double cores = static_cast<double>(std::min<unsigned>(static_cast<unsigned>(m.workers), std::max(host_cores, 1u)));
-  bn.device_bound_samples_per_s = device_s > 0 ? static_cast<double>(m.devices) * b / device_s : 0;
+  bn.device_bound_samples_per_s = devices_rate;
   bn.host_bound_samples_per_s = host_s > 0 ? cores * b / host_s : 0;
   // A worker carries one query at a time: its measured latency (device, host operators and the
   // runtime's own time) or, when unknown, device + host time. An async run's latency also holds

@@ -2,6 +2,7 @@
 // percentiles; and the random inputs the tools feed models.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -150,10 +151,29 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
                               unsigned host_cores, double query_overhead_us = kQueryOverheadUs,
                               bool latency_includes_queueing = false);
 
+/// A query's time on a device, ns, by engine (the sums over its programs): Load (host -> device
+/// DMA), the kernels, Store (device -> host DMA). The engines run concurrently, as on the card
+/// and on the simulator's timeline (device/sim/execution.h, DeviceTimeline).
+struct DeviceStages {
+  std::int64_t load_ns = 0;
+  std::int64_t exec_ns = 0;
+  std::int64_t store_ns = 0;
+  std::int64_t total_ns() const noexcept { return load_ns + exec_ns + store_ns; }
+  /// The busiest engine: a device with enough queries in flight completes one per this time.
+  std::int64_t bottleneck_ns() const noexcept { return std::max({load_ns, exec_ns, store_ns}); }
+};
+
 /// Modelled closed-loop latencies (ns) of `completions` queries: `in_flight` queries circulate;
-/// each spends `overhead_ns` off the devices (host time, overlapping other queries), then
-/// `service_ns` on the first free of `devices` FIFO devices; each finished query is resubmitted
-/// at once. Deterministic.
+/// each spends `overhead_ns` off the devices (host time, overlapping other queries), then goes
+/// to the device whose PE is free first (lowest index on ties), where its Load, kernels and
+/// Store each wait for their engine and for the stage before (FIFO per engine, so the Load of
+/// one query overlaps the kernels of the query before); each finished query is resubmitted at
+/// once. Deterministic.
+std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight,
+                                                const DeviceStages& stages, std::size_t completions,
+                                                std::int64_t overhead_ns = 0);
+
+/// closed_loop_latencies with the whole `service_ns` on the PE (no DMA stages).
 std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight, std::int64_t service_ns,
                                                 std::size_t completions, std::int64_t overhead_ns = 0);
 
