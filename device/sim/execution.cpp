@@ -84,6 +84,7 @@ ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& fil
   t.execution_index = task.index;
   std::int64_t clock = std::max(steady_now_ns(), timeline.load_free_ns);
   t.load_start_ns = clock;
+  t.busy_start_ns = std::max(clock, timeline.store_free_ns);  // past the previous execution
   for (std::int64_t ns : cost.load_ns) clock += ns;
   t.load_end_ns = clock;
   timeline.load_free_ns = clock;

@@ -48,8 +48,7 @@ void SimCounters::add_execution(const ExecutionTiming& timing, bool succeeded,
                                 std::int64_t overrun_ns) {
   std::lock_guard lock(mu_);
   if (succeeded) ++counters_.executions;
-  busy_ns_ += static_cast<std::uint64_t>(
-      std::max<std::int64_t>(0, timing.store_end_ns - timing.load_start_ns));
+  busy_ns_ += static_cast<std::uint64_t>(timing.busy_ns());
   if (const std::int64_t now = steady_now_ns(); now - last_publish_ns_ >= kPublishPeriodNs) {
     last_publish_ns_ = now;
     publish_locked();

@@ -65,7 +65,7 @@ class SimCounters {
   mutable std::mutex mu_;
   DeviceCounters counters_;           // (mu_)
   std::uint64_t faults_ = 0;          // injected faults (mu_), published in the lock files
-  std::uint64_t busy_ns_ = 0;         // sum of executions' NPU Total (mu_), published too
+  std::uint64_t busy_ns_ = 0;         // sum of ExecutionTiming::busy_ns (mu_), published too
   std::int64_t last_publish_ns_ = 0;  // steady clock of the last periodic publish (mu_)
 };
 

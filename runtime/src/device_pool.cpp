@@ -213,7 +213,7 @@ DevicePool::Outcome DevicePool::complete(PooledExecution& execution) {
     const auto& t = out.fence->timing();
     std::lock_guard lock(dev.mu);
     ++dev.health.completed;
-    if (t.store_end_ns > t.load_start_ns) dev.health.busy_ns += static_cast<std::uint64_t>(t.store_end_ns - t.load_start_ns);
+    dev.health.busy_ns += static_cast<std::uint64_t>(t.busy_ns());
   }
   out.error = error;
   return out;

@@ -302,7 +302,9 @@ TEST_CASE("Sim timing: ordered, modelled, deterministic", "[device][sim][timing]
   }
   CHECK(timings[0].execution_index == 0);
   CHECK(timings[1].execution_index == 1);
-  CHECK(timings[1].load_start_ns >= timings[0].store_end_ns);  // in order on the device
+  CHECK(timings[1].load_start_ns >= timings[0].load_end_ns);  // in order on the device's engines
+  CHECK(timings[1].exec_start_ns >= timings[0].exec_end_ns);
+  CHECK(timings[1].store_start_ns >= timings[0].store_end_ns);
   for (std::size_t k = 0; k < 2; ++k)
     CHECK(timings[0].kernels[k].cycles == timings[1].kernels[k].cycles);
   CHECK(counters.executions == 2);
@@ -423,6 +425,10 @@ TEST_CASE("Sim timeline: a queued execution's Load overlaps the kernels and Stor
   CHECK(b.store_end_ns - a.load_start_ns <
         4 * (a.load_end_ns - a.load_start_ns));  // not 2 x (Load + Store)
   CHECK(b.store_end_ns - b.store_start_ns == a.store_end_ns - a.store_start_ns);
+  // The device's busy time counts the overlap once: the union of the two executions' spans.
+  CHECK(a.busy_ns() == a.total_ns());
+  CHECK(b.busy_start_ns == a.store_end_ns);
+  CHECK(a.busy_ns() + b.busy_ns() == b.store_end_ns - a.load_start_ns);
 }
 
 TEST_CASE("Sim handles many submissions from several threads", "[device][sim]") {

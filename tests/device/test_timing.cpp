@@ -258,10 +258,14 @@ TEST_CASE("Executions of one device computed concurrently keep their own results
     INFO("execution " << i);
     CHECK(outputs[static_cast<std::size_t>(i)] == expected[static_cast<std::size_t>(i)]);
   }
-  // One device timeline: executions never overlap, in submission order.
+  // One device timeline, in submission order: each engine (Load DMA, PE, Store DMA) takes one
+  // execution at a time, so no two executions' kernels overlap (a Load may overlap the kernels
+  // before it: DeviceTimeline).
   for (std::size_t i = 1; i < timings.size(); ++i) {
     CHECK(timings[i].execution_index == i);
-    CHECK(timings[i].load_start_ns >= timings[i - 1].store_end_ns);
+    CHECK(timings[i].load_start_ns >= timings[i - 1].load_end_ns);
+    CHECK(timings[i].exec_start_ns >= timings[i - 1].exec_end_ns);
+    CHECK(timings[i].store_start_ns >= timings[i - 1].store_end_ns);
   }
 }
 

@@ -84,6 +84,12 @@ struct ExecutionTiming {
   std::uint64_t peak_macs_per_cycle = 0;  ///< of the device's MAC arrays (all its PEs)
   std::uint64_t dma_bytes_to_device = 0;
   std::uint64_t dma_bytes_to_host = 0;
+  /// The start of the part of [load_start_ns, store_end_ns] that no earlier execution of this
+  /// device covers: load_start_ns, or the previous execution's Store end when this Load
+  /// overlapped it (a device's DMA engines run beside its PE: docs/timing.md, "An execution").
+  /// Summing store_end_ns - busy_start_ns over a device's executions gives the time it had work
+  /// in progress, which never exceeds the wall time.
+  std::int64_t busy_start_ns = 0;
   /// Backend-specific spans of this execution (see BackendSpan), in start order.
   std::vector<BackendSpan> backend_spans;
   /// Backend-specific figures of this execution, named "<backend>.<figure>" (e.g.
@@ -92,6 +98,14 @@ struct ExecutionTiming {
 
   /// NPU Total in ns.
   std::int64_t total_ns() const noexcept { return store_end_ns - load_start_ns; }
+  /// This execution's share of the device's busy time, ns: store_end_ns - busy_start_ns, or
+  /// NPU Total when busy_start_ns was not set (0 or outside the execution).
+  std::int64_t busy_ns() const noexcept {
+    const std::int64_t from = busy_start_ns >= load_start_ns && busy_start_ns <= store_end_ns
+                                  ? busy_start_ns
+                                  : load_start_ns;
+    return store_end_ns > from ? store_end_ns - from : 0;
+  }
   /// NPU Run in ns.
   std::int64_t run_ns() const noexcept { return exec_end_ns - exec_start_ns; }
   /// NPU IoWait = Total - Run in ns; signed, never an unsigned wrap-around.

@@ -100,8 +100,9 @@ inline constexpr std::chrono::milliseconds kDefaultDeviceTimeoutFloor{30'000};
 struct DeviceHealth {
   std::string device_file;       ///< e.g. "npu0pe0"
   std::uint64_t completed = 0;   ///< executions whose fence signalled success
-  /// Device time of those executions, Load start to Store end (ExecutionTiming), summed, in ns:
-  /// its rate is the device's utilisation.
+  /// Device time of those executions, Load start to Store end (ExecutionTiming::busy_ns: a Load
+  /// that overlaps the previous execution counts from that execution's Store end), summed, in
+  /// ns: its rate is the device's utilisation.
   std::uint64_t busy_ns = 0;
   std::uint64_t faults = 0;      ///< executions failed by the device (DeviceFault), not retried
   std::uint64_t timeouts = 0;    ///< executions failed by the watchdog (DeviceTimeout)
