@@ -77,19 +77,24 @@ std::int64_t steady_now_ns() {
 }
 
 ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file, const Task& task,
-                                  DeviceTimeline& timeline) {
+                                  EngineTimeline& timeline) {
   const ProgramCost& cost = task.program->cost();
   const isa::Program& prog = task.program->program();
+  std::int64_t load_ns = 0, exec_ns = 0, store_ns = 0;
+  for (std::int64_t ns : cost.load_ns) load_ns += ns;
+  for (const auto& k : cost.kernels) exec_ns += cycles_to_ns(config, k.cycles);
+  for (std::int64_t ns : cost.store_ns) store_ns += ns;
+  const EnginePlacement at = timeline.place(steady_now_ns(), load_ns, exec_ns, store_ns);
   ExecutionTiming t;
   t.execution_index = task.index;
-  std::int64_t clock = std::max(steady_now_ns(), timeline.load_free_ns);
-  t.load_start_ns = clock;
-  t.busy_start_ns = std::max(clock, timeline.store_free_ns);  // past the previous execution
-  for (std::int64_t ns : cost.load_ns) clock += ns;
-  t.load_end_ns = clock;
-  timeline.load_free_ns = clock;
-  clock = std::max(clock, timeline.pe_free_ns);
-  t.exec_start_ns = clock;
+  t.load_start_ns = at.load_start_ns;
+  t.load_end_ns = at.load_end_ns;
+  t.exec_start_ns = at.exec_start_ns;
+  t.exec_end_ns = at.exec_end_ns;
+  t.store_start_ns = at.store_start_ns;
+  t.store_end_ns = at.store_end_ns;
+  t.busy_start_ns = at.busy_start_ns;
+  std::int64_t clock = at.exec_start_ns;  // the kernels back to back
   t.kernels.reserve(cost.kernels.size());
   for (std::size_t k = 0; k < cost.kernels.size(); ++k) {
     KernelTiming kt;
@@ -107,13 +112,6 @@ ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& fil
     kt.end_ns = clock;
     t.kernels.push_back(kt);
   }
-  t.exec_end_ns = clock;
-  timeline.pe_free_ns = clock;
-  clock = std::max(clock, timeline.store_free_ns);
-  t.store_start_ns = clock;
-  for (std::int64_t ns : cost.store_ns) clock += ns;
-  t.store_end_ns = clock;
-  timeline.store_free_ns = clock;
   t.kernel_cycles = cost.kernel_cycles;
   t.task_cycles = static_cast<std::uint64_t>(
       std::ceil(static_cast<double>(t.store_end_ns - t.load_start_ns) * config.clock_ghz));

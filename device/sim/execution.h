@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "furiosa/device/device.h"
+#include "furiosa/device/engine_timeline.h"
 #include "furiosa/device/sim.h"
 #include "sim_counters.h"
 
@@ -36,22 +37,11 @@ struct Task {
 /// ns since the steady clock's epoch: the clock of every timestamp in ExecutionTiming.
 std::int64_t steady_now_ns();
 
-/// The device's three engines on the modelled timeline, each the ns at which it is next free:
-/// the host -> device DMA (Load), the PE or fused PE (the kernels) and the device -> host DMA
-/// (Store). They run concurrently, as a card's DMA engines and PEs do, so the Load of a queued
-/// execution overlaps the kernels of the one before it (docs/timing.md, "An execution").
-struct DeviceTimeline {
-  std::int64_t load_free_ns = 0;
-  std::int64_t pe_free_ns = 0;
-  std::int64_t store_free_ns = 0;
-};
-
-/// Modelled timing of `task` on device `file`: its Load starts at max(now, the Load engine's
-/// free time), its kernels back to back from max(Load end, the PE's free time), its Store from
-/// max(kernels' end, the Store engine's free time); `timeline` is moved past each. Call in the
-/// order executions are taken, so that each engine runs them in that order without overlap.
+/// Modelled timing of `task` on device `file`, placed on the device's engines by
+/// `timeline.place` (engine_timeline.h: Load, kernels back to back, Store; a queued execution's
+/// Load overlaps the kernels before it). Call in the order executions are taken.
 ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& file, const Task& task,
-                                  DeviceTimeline& timeline);
+                                  EngineTimeline& timeline);
 
 /// Runs `task` on the calling thread: its injected fault, if any, else the DMA checks and (in
 /// functional mode) Load, kernels and Store; adds it to `counters`, paces it

@@ -120,7 +120,7 @@ class ExecutionQueue {
   std::vector<bool> waiting_;
   /// The compute thread that took the last execution; none yet when >= waiting_.size() (mu_).
   std::size_t last_runner_ = static_cast<std::size_t>(-1);
-  DeviceTimeline timeline_;  // the device's engines on the modelled clock (mu_)
+  EngineTimeline timeline_;  // the device's engines on the modelled clock (mu_)
 
   // Fault injection state (mu_).
   std::condition_variable hang_cv_;  // wakes the hung thread on reset() or close

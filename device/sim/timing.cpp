@@ -26,7 +26,7 @@
 // the weights of later kernels streamed from DRAM at every execution; activations that do not
 // fit are evicted to DRAM or written there by a tiled kernel, and read back by their readers.
 // DMA: dma_latency_ns + bytes / pcie_bytes_per_ns per transfer (one per program input/output),
-// on DMA engines that run beside the PE (execution.h, DeviceTimeline).
+// on DMA engines that run beside the PE (furiosa/device/engine_timeline.h).
 #include "timing.h"
 
 #include <algorithm>

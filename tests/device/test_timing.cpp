@@ -260,7 +260,7 @@ TEST_CASE("Executions of one device computed concurrently keep their own results
   }
   // One device timeline, in submission order: each engine (Load DMA, PE, Store DMA) takes one
   // execution at a time, so no two executions' kernels overlap (a Load may overlap the kernels
-  // before it: DeviceTimeline).
+  // before it: EngineTimeline).
   for (std::size_t i = 1; i < timings.size(); ++i) {
     CHECK(timings[i].execution_index == i);
     CHECK(timings[i].load_start_ns >= timings[i - 1].load_end_ns);

@@ -4,6 +4,7 @@
 #include "latency_histogram.h"
 
 #include "furiosa/core/file_io.h"
+#include "furiosa/device/engine_timeline.h"
 #include "furiosa/device/sim.h"
 #include "furiosa/profiler/statistics.h"
 
@@ -222,11 +223,8 @@ std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight,
   // Queries ready to submit, by time then client index (ties broken the same way every run).
   std::priority_queue<std::pair<std::int64_t, int>, std::vector<std::pair<std::int64_t, int>>, std::greater<>> ready;
   for (int c = 0; c < in_flight; ++c) ready.push({0, c});
-  // Per device, when each engine is next free: Load DMA, PE, Store DMA.
-  struct Engines {
-    std::int64_t load = 0, pe = 0, store = 0;
-  };
-  std::vector<Engines> dev(static_cast<std::size_t>(devices));
+  // Per device, its Load DMA, PE and Store DMA, as the simulator places executions on them.
+  std::vector<device::EngineTimeline> dev(static_cast<std::size_t>(devices));
   out.reserve(completions);
   while (out.size() < completions) {
     const auto [submitted, client] = ready.top();
@@ -234,13 +232,14 @@ std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight,
     // The query's host part (overhead_ns) occupies no device, so it overlaps the other queries'
     // device time; it is placed before the device, which gives the same latency and rate as any
     // split between submission and completion in a closed loop.
-    auto& d = *std::min_element(dev.begin(), dev.end(),
-                                [](const Engines& a, const Engines& b) { return a.pe < b.pe; });
-    d.load = std::max(submitted + overhead_ns, d.load) + stages.load_ns;
-    d.pe = std::max(d.load, d.pe) + stages.exec_ns;
-    d.store = std::max(d.pe, d.store) + stages.store_ns;
-    out.push_back(d.store - submitted);
-    ready.push({d.store, client});
+    auto& d = *std::min_element(dev.begin(), dev.end(), [](const auto& a, const auto& b) {
+      return a.pe_free_ns < b.pe_free_ns;
+    });
+    const std::int64_t end =
+        d.place(submitted + overhead_ns, stages.load_ns, stages.exec_ns, stages.store_ns)
+            .store_end_ns;
+    out.push_back(end - submitted);
+    ready.push({end, client});
   }
   return out;
 }

@@ -153,7 +153,7 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
 
 /// A query's time on a device, ns, by engine (the sums over its programs): Load (host -> device
 /// DMA), the kernels, Store (device -> host DMA). The engines run concurrently, as on the card
-/// and on the simulator's timeline (device/sim/execution.h, DeviceTimeline).
+/// and on the simulator's timeline (furiosa/device/engine_timeline.h, which both use).
 struct DeviceStages {
   std::int64_t load_ns = 0;
   std::int64_t exec_ns = 0;

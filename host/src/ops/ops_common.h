@@ -260,14 +260,10 @@ struct Ctx {
   /// Output i of `o`, zero-filled like Tensor(dtype, shape): (*reuse)[i] itself when it has
   /// that dtype and shape (its storage kept: no new allocation, no page faults), else new.
   Tensor output(const OutInfos& o, std::size_t i) const {
-    const auto& [dt, shape] = o[i];
-    if (reuse != nullptr && i < reuse->size() && (*reuse)[i].dtype() == dt &&
-        (*reuse)[i].shape() == shape && (*reuse)[i].size_bytes() > 0) {
-      Tensor y = std::move((*reuse)[i]);
-      std::fill(y.bytes().begin(), y.bytes().end(), std::byte{0});
-      return y;
-    }
-    return Tensor(dt, shape);
+    if (!reusable(o, i)) return Tensor(o[i].first, o[i].second);
+    Tensor y = std::move((*reuse)[i]);
+    std::fill(y.bytes().begin(), y.bytes().end(), std::byte{0});
+    return y;
   }
 
   /// Output i of `o` for an operator that writes every element: as output(), but reused storage
@@ -275,12 +271,13 @@ struct Ctx {
   /// megabytes per query; the fill was about 4% of a YOLOv8n inference). New storage is still
   /// zeroed by Tensor(dtype, shape).
   Tensor output_for_overwrite(const OutInfos& o, std::size_t i) const {
-    const auto& [dt, shape] = o[i];
-    if (reuse != nullptr && i < reuse->size() && (*reuse)[i].dtype() == dt &&
-        (*reuse)[i].shape() == shape && (*reuse)[i].size_bytes() > 0) {
-      return std::move((*reuse)[i]);
-    }
-    return Tensor(dt, shape);
+    return reusable(o, i) ? std::move((*reuse)[i]) : Tensor(o[i].first, o[i].second);
+  }
+
+  /// Whether (*reuse)[i] can hold output i of `o` (same dtype and shape, storage present).
+  bool reusable(const OutInfos& o, std::size_t i) const {
+    return reuse != nullptr && i < reuse->size() && (*reuse)[i].dtype() == o[i].first &&
+           (*reuse)[i].shape() == o[i].second && (*reuse)[i].size_bytes() > 0;
   }
 
   [[noreturn]] void bad(const std::string& msg) const { fail(node, ErrorCode::IncompatibleModel, msg); }

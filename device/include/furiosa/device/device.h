@@ -2,6 +2,7 @@
 // loading, and an in-order execution queue with completion fences.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -99,11 +100,9 @@ struct ExecutionTiming {
   /// NPU Total in ns.
   std::int64_t total_ns() const noexcept { return store_end_ns - load_start_ns; }
   /// This execution's share of the device's busy time, ns: store_end_ns - busy_start_ns, or
-  /// NPU Total when busy_start_ns was not set (0 or outside the execution).
+  /// NPU Total when busy_start_ns was not set (0, before the Load).
   std::int64_t busy_ns() const noexcept {
-    const std::int64_t from = busy_start_ns >= load_start_ns && busy_start_ns <= store_end_ns
-                                  ? busy_start_ns
-                                  : load_start_ns;
+    const std::int64_t from = std::max(busy_start_ns, load_start_ns);
     return store_end_ns > from ? store_end_ns - from : 0;
   }
   /// NPU Run in ns.
