@@ -23,6 +23,10 @@
 //     the host finished computing the execution) goes to a track of its own per PE,
 //     tid = 1000 + pe_index + 1 named "PE <pe_index> host lateness": it is host time, and the
 //     modelled device may already run the next execution during it.
+//   - Load and Store spans go to "PE <pe_index> Load" (tid 2000 + pe_index + 1) and "PE
+//     <pe_index> Store" (tid 3000 + pe_index + 1): the DMA engines run beside the PE, so a
+//     queued execution's Load overlaps the kernels before it, and the PE's track keeps only the
+//     Executions and their kernels, which never overlap.
 //   - Overflow lanes: slices on one track must nest (a viewer draws a partial overlap wrongly).
 //     A span that would partially overlap an open span of its track (e.g. two Inference spans in
 //     flight from one submitting thread, whose ends are recorded by workers) goes to the first
@@ -105,11 +109,13 @@ struct Track {
 int card_of(const SpanRecord& span) noexcept { return span.card >= 0 ? span.card : 0; }
 
 /// Base track of a span: host thread for Runtime spans, card and PE for NPU spans, the PE's
-/// host-lateness track for SimOverrun spans.
+/// host-lateness track for SimOverrun spans, its Load and Store tracks for those DMA spans.
 Track base_track_of(const SpanRecord& span) noexcept {
   if (span.cat == Category::NPU) {
     std::int64_t tid = span.pe_index >= 0 ? std::int64_t{span.pe_index} + 1 : 0;
     if (span.name == kOverrunSpan) tid += kLatenessTidBase;
+    if (span.name == "Load") tid += kLoadTidBase;
+    if (span.name == "Store") tid += kStoreTidBase;
     return Track{kNpuPidBase + card_of(span), tid};
   }
   return Track{kHostPid, static_cast<std::int64_t>(span.thread_id)};
@@ -178,10 +184,12 @@ std::string track_name(const Track& track) {
     const std::string given = thread_name(static_cast<std::uint64_t>(tid));
     name = given.empty() ? fmt::format("Thread {}", tid) : fmt::format("{} (thread {})", given, tid);
   } else {
-    const bool lateness = tid >= kLatenessTidBase;
-    const std::int64_t pe_tid = lateness ? tid - kLatenessTidBase : tid;
+    const std::int64_t base = tid / kLatenessTidBase * kLatenessTidBase;  // 0, or a *TidBase
+    const std::int64_t pe_tid = tid - base;
     name = pe_tid > 0 ? fmt::format("PE {}", pe_tid - 1) : std::string("Device");
-    if (lateness) name += " host lateness";
+    if (base == kLatenessTidBase) name += " host lateness";
+    if (base == kLoadTidBase) name += " Load";
+    if (base == kStoreTidBase) name += " Store";
   }
   if (lane > 0) name += fmt::format(" (overlap {})", lane);
   return name;

@@ -25,6 +25,12 @@ inline constexpr std::int64_t kLaneTidStride = 100'000;
 /// card's process, tid kLatenessTidBase + p + 1 ("PE <p> host lateness"), not on the PE's track:
 /// a lateness interval may overlap the next execution that the modelled device already started.
 inline constexpr std::int64_t kLatenessTidBase = 1'000;
+/// The DMA of PE p is drawn on two tracks of its own: its Load spans on tid kLoadTidBase + p + 1
+/// ("PE <p> Load"), its Store spans on kStoreTidBase + p + 1 ("PE <p> Store"), so that the PE's
+/// track holds only Executions and their kernels, which never overlap: a device's DMA engines run
+/// beside its PE, and a queued execution's Load overlaps the kernels before it (docs/timing.md).
+inline constexpr std::int64_t kLoadTidBase = 2'000;
+inline constexpr std::int64_t kStoreTidBase = 3'000;
 
 /// What the document says about the recording besides the spans (otherData).
 struct TraceInfo {

@@ -166,7 +166,7 @@ TEST_CASE("Chrome trace: Host and NPU processes with thread and PE tracks", "[pr
   CHECK(metadata_name(doc, "thread_name", 1, 8) == "Thread 8");
   CHECK(metadata_name(doc, "process_name", 100, 0) == "NPU0");
   CHECK(metadata_name(doc, "thread_name", 100, 1) == "PE 0");
-  CHECK(metadata_name(doc, "thread_name", 100, 2) == "PE 1");
+  CHECK(metadata_name(doc, "thread_name", 100, 2002) == "PE 1 Load");  // DMA beside the PE
 
   const json enqueue = complete_event(doc, "Enqueue");
   CHECK(enqueue.at("pid") == 1);
@@ -179,7 +179,7 @@ TEST_CASE("Chrome trace: Host and NPU processes with thread and PE tracks", "[pr
   CHECK(conv.at("cat") == "NPU");
   const json load = complete_event(doc, "Load");
   CHECK(load.at("pid") == 100);
-  CHECK(load.at("tid") == 2);
+  CHECK(load.at("tid") == 2002);
 }
 
 TEST_CASE("Chrome trace: args carry ids and attributes", "[profiler][chrome]") {

@@ -134,9 +134,10 @@ TEST_CASE("Chrome trace: spans that overlap without nesting go to overflow lanes
   profiler.record(span("Inference", Category::Runtime, 50, 150, 2, 0, 5));
   profiler.record(span("Inference", Category::Runtime, 60, 70, 3, 0, 5));   // nests in lane 0
   profiler.record(span("Inference", Category::Runtime, 120, 130, 4, 0, 5)); // lane 0 is free
-  // Device DMA overlapping the previous execution on one PE.
+  // Two NPU spans overlapping on one PE's track; a Load beside them goes to the PE's Load track.
   profiler.record(span("Execution", Category::NPU, 0, 100, 5, 0, 0));
   profiler.record(span("Load", Category::NPU, 90, 110, 6, 0, 0));
+  profiler.record(span("Execution", Category::NPU, 90, 110, 7, 0, 0));
   const json doc = export_and_parse(profiler);
   check_nesting(doc);
 
@@ -151,7 +152,9 @@ TEST_CASE("Chrome trace: spans that overlap without nesting go to overflow lanes
   CHECK(tid_of.at(3) == 5);
   CHECK(tid_of.at(4) == 5);  // first fit
   CHECK(tid_of.at(5) == 1);
-  CHECK(tid_of.at(6) == 1 + 100'000);
+  CHECK(tid_of.at(6) == 2001);
+  CHECK(tid_of.at(7) == 1 + 100'000);
+  CHECK(thread_name_of(doc, 100, 2001) == "PE 0 Load");
   CHECK(thread_name_of(doc, 1, 5) == "Thread 5");
   CHECK(thread_name_of(doc, 1, 100'005) == "Thread 5 (overlap 1)");
   CHECK(thread_name_of(doc, 100, 100'001) == "PE 0 (overlap 1)");
