@@ -91,7 +91,14 @@ struct ConvPlan {
 /// Runs `plan` on image data `x` (the input tensor) into `y` (the output tensor); both in their
 /// layouts (rows `x_pitch` / `y_pitch` apart). Output row padding is zeroed. `x` and `y` must not
 /// overlap. Uses per-thread scratch buffers that grow to the largest kernel run and are reused.
-void conv(const ConvPlan& plan, const std::byte* x, std::byte* y);
+/// `post_lut` (null: none): a 256-entry table every output byte goes through before it is
+/// stored (entry b replaces byte b; the padding stays zero), so that a LowLevelRequantize that
+/// only reads this output is computed in the same pass (prepare_program's fusion). Only the
+/// avx512 level's GEMM convolution takes a table: the other levels, and avx512's depthwise
+/// path, return false for one (the caller then runs the two kernels apart). With a table and
+/// plan.group == 1, `x` may overlap `y`: the GEMM path packs the whole input before it writes
+/// the first output byte.
+void conv(const ConvPlan& plan, const std::byte* x, std::byte* y, const std::uint8_t* post_lut);
 
 /// Output columns per MatMul panel: B is packed in panels of this many columns (the last
 /// columns in panels of 16), each panel's K4 rows contiguous, so a panel is one sequential
@@ -186,7 +193,7 @@ void maxpool_plane(const PoolGeom& g, const std::byte* x, std::byte* y);
 /// nothing, for a plan whose shape the level does not handle (the caller runs it elsewhere).
 struct Kernels {
   SimIsa isa = SimIsa::Portable;
-  bool (*conv)(const ConvPlan&, const std::byte*, std::byte*) = nullptr;
+  bool (*conv)(const ConvPlan&, const std::byte*, std::byte*, const std::uint8_t*) = nullptr;
   void (*matmul)(const MatMulPlan&, const std::byte*, std::byte*) = nullptr;
   void (*add_run)(const AddParamsF&, const std::byte*, const std::byte*, std::byte*,
                   std::int64_t) = nullptr;

@@ -92,13 +92,23 @@ class PreparedProgram;
 std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& program);
 
 /// Same as run_kernel(kernel, region) for kernel `index` of the program `prepared` was made
-/// from (null `prepared`: nothing prepared). Bit-identical results either way. Skips
+/// from (null `prepared`: nothing prepared). Bit-identical results either way (for a fused pair,
+/// see fused_kernels, in the tensors anything reads when the kernels run in order). Skips
 /// isa::verify_kernel when the program passed isa::verify. `prepared` is ignored (the kernel is
 /// checked as by run_kernel(kernel, region)) when the region's size is not the program's
 /// dram_bytes or `kernel` is not kernel `index` of that program. Thread-safe: scratch buffers are
 /// per thread and, once a thread has run the program, reused without allocating.
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
                 const PreparedProgram* prepared, std::size_t index);
+
+/// How many LowLevelRequantize kernels `prepared` fused into the convolution before them (a
+/// convolution whose output only that Requantize reads, detail::fuse_conv_requantize). Such a
+/// pair runs as one pass over the output where the ISA level's convolution takes a table
+/// (avx512), and the convolution's own output is then never written: run_kernel gives the
+/// program's observable results (the tensors later kernels read and the program outputs)
+/// bit-identical to unprepared runs, but only when the program's kernels run in order, as an
+/// execution runs them.
+std::size_t fused_kernels(const PreparedProgram& prepared) noexcept;
 
 /// Test hook: with `false`, every kernel takes the portable path (the reference the fast
 /// kernels are checked against); with `true` (default), the fast kernels of the ISA level in use

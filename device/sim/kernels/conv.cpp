@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <variant>
 #include <vector>
 
 namespace furiosa::device::sim::detail {
@@ -363,7 +364,62 @@ bool conv2d_fast(const fast::Kernels& fk, const fast::ConvPlan& plan, const isa:
                  std::span<std::byte> region) {
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  return fk.conv(plan, fast_input(region, xref, yref), region.data() + yref.address);
+  return fk.conv(plan, fast_input(region, xref, yref), region.data() + yref.address, nullptr);
+}
+
+// The convolution into its own output (kernel.outputs[0]).
+void conv2d_unfused(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwise,
+                    const KernelPlan* prepared) {
+  const fast::Kernels* fk = fast_kernels();
+  bool try_fast = fk != nullptr && fk->conv != nullptr;
+  if (prepared != nullptr && prepared->conv && try_fast) {
+    if (conv2d_fast(*fk, *prepared->conv, kernel, region)) return;
+    try_fast = false;  // a new plan would be refused too
+  }
+  const ConvDesc d = validate_conv(kernel, depthwise, Readable{region.data(), region.size()});
+  if (try_fast && fast_conv_fits(d) && conv2d_fast(*fk, *make_conv_plan(d), kernel, region)) {
+    return;
+  }
+  conv2d_generic(d, region, kernel);
+}
+
+// Whether the bytes of `t` are never read after kernel `skip` (the one reader that is fused):
+// walking the later kernels in order, no input reads a byte of `t` that no output of an earlier
+// one has written since, and no program output holds such a byte at the end.
+bool dead_after(const isa::Program& program, std::size_t skip, const TensorRef& t) {
+  struct Range {
+    std::uint64_t begin, end;
+  };
+  std::vector<Range> live{{t.address, t.address + t.size_bytes()}};  // bytes still holding t
+  const auto read = [&](const TensorRef& ref) {
+    const std::uint64_t b = ref.address, e = ref.address + ref.size_bytes();
+    return std::any_of(live.begin(), live.end(),
+                       [&](const Range& r) { return b < r.end && r.begin < e && b < e; });
+  };
+  for (std::size_t k = skip + 1; k < program.kernels.size() && !live.empty(); ++k) {
+    const isa::Kernel& kernel = program.kernels[k];
+    if (std::any_of(kernel.inputs.begin(), kernel.inputs.end(), read)) return false;
+    // The operands in the params (isa.h: a convolution's weight and bias, a matmul's b and bias).
+    if (const auto* c = std::get_if<isa::Conv2dParams>(&kernel.params)) {
+      if (read(c->weight) || (c->bias && read(*c->bias))) return false;
+    } else if (const auto* m = std::get_if<isa::MatMulParams>(&kernel.params)) {
+      if (read(m->b) || (m->bias && read(*m->bias))) return false;
+    }
+    for (const TensorRef& out : kernel.outputs) {  // written over: no longer t's bytes
+      const std::uint64_t b = out.address, e = out.address + out.size_bytes();
+      std::vector<Range> rest;
+      for (const Range& r : live) {
+        if (e <= r.begin || r.end <= b) {
+          rest.push_back(r);
+          continue;
+        }
+        if (r.begin < b) rest.push_back({r.begin, b});
+        if (e < r.end) rest.push_back({e, r.end});
+      }
+      live = std::move(rest);
+    }
+  }
+  return std::none_of(program.outputs.begin(), program.outputs.end(), read);
 }
 
 }  // namespace
@@ -378,20 +434,63 @@ std::shared_ptr<const fast::ConvPlan> prepare_conv_plan(
   return make_conv_plan(d);
 }
 
+std::size_t fuse_conv_requantize(const isa::Program& program,
+                                 std::vector<std::unique_ptr<KernelPlan>>& plans) {
+  std::size_t fused = 0;
+  const auto& kernels = program.kernels;
+  for (std::size_t i = 0; i + 1 < kernels.size() && i + 1 < plans.size(); ++i) {
+    KernelPlan* plan = plans[i].get();
+    const isa::Kernel& conv = kernels[i];
+    const isa::Kernel& rq = kernels[i + 1];
+    if (plan == nullptr || !plan->conv || plan->conv->depthwise || plans[i + 1] != nullptr ||
+        rq.kind != isa::KernelKind::Requantize || conv.outputs.size() != 1 ||
+        rq.inputs.size() != 1 || rq.outputs.size() != 1) {
+      continue;
+    }
+    const TensorRef& t = conv.outputs[0];
+    const TensorRef& x = rq.inputs[0];
+    const TensorRef& y = rq.outputs[0];
+    if (x.address != t.address || x.dtype != t.dtype || x.shape != t.shape ||
+        x.layout != t.layout || y.shape != t.shape || y.layout != t.layout ||
+        !dead_after(program, i + 1, t)) {
+      continue;
+    }
+    host::LookupTable table;
+    try {
+      table = requantize_table(rq);
+    } catch (const Error&) {
+      continue;  // malformed: the Requantize reports it when it runs
+    }
+    plan->post_table = table;
+    plan->fused_output = y;
+    plans[i + 1] = std::make_unique<KernelPlan>();
+    plans[i + 1]->fused_away = true;
+    ++fused;
+  }
+  return fused;
+}
+
 // LowLevelConv2d / LowLevelDepthwiseConv2d (QLinearConv).
 void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwise,
             const KernelPlan* prepared) {
+  if (prepared == nullptr || !prepared->post_table) {
+    return conv2d_unfused(kernel, region, depthwise, prepared);
+  }
+  // Fused with the Requantize after it: one pass where the level's kernel takes the table,
+  // else the two kernels one after the other (the same bytes either way).
+  // With one group the input may lie under the output (fast::conv): no snapshot of it.
+  const TensorRef& y = *prepared->fused_output;
   const fast::Kernels* fk = fast_kernels();
-  bool try_fast = fk != nullptr && fk->conv != nullptr;
-  if (prepared != nullptr && prepared->conv && try_fast) {
-    if (conv2d_fast(*fk, *prepared->conv, kernel, region)) return;
-    try_fast = false;  // a new plan would be refused too
+  if (fk != nullptr && fk->conv != nullptr && prepared->conv) {
+    const TensorRef& x = kernel.inputs[0];
+    const std::byte* xp =
+        prepared->conv->group == 1 ? region.data() + x.address : fast_input(region, x, y);
+    if (fk->conv(*prepared->conv, xp, region.data() + y.address, prepared->post_table->data())) {
+      return;
+    }
   }
-  const ConvDesc d = validate_conv(kernel, depthwise, Readable{region.data(), region.size()});
-  if (try_fast && fast_conv_fits(d) && conv2d_fast(*fk, *make_conv_plan(d), kernel, region)) {
-    return;
-  }
-  conv2d_generic(d, region, kernel);
+  conv2d_unfused(kernel, region, depthwise, prepared);
+  map_through_table(region, kernel.outputs[0], y, *prepared->post_table);
 }
 
 }  // namespace furiosa::device::sim::detail

@@ -22,7 +22,9 @@ void dispatch(const isa::Kernel& kernel, std::span<std::byte> region,
     case isa::KernelKind::MatMul: return detail::matmul(kernel, region, plan);
     case isa::KernelKind::Add: return detail::add(kernel, region);
     case isa::KernelKind::Reshape: return detail::reshape(kernel, region);
-    case isa::KernelKind::Requantize: return detail::requantize(kernel, region);
+    case isa::KernelKind::Requantize:
+      if (plan != nullptr && plan->fused_away) return;  // computed by the convolution before it
+      return detail::requantize(kernel, region);
     case isa::KernelKind::Concat: return detail::concat(kernel, region);
     case isa::KernelKind::Transpose: return detail::transpose(kernel, region);
     case isa::KernelKind::Split: return detail::split(kernel, region);
@@ -60,6 +62,7 @@ class PreparedProgram {
   bool verified = false;
   std::vector<const isa::Kernel*> kernels;  // identity checks only, never dereferenced
   std::vector<std::unique_ptr<detail::KernelPlan>> plans;
+  std::size_t fused = 0;  // Requantize kernels fused into their convolution
 };
 
 std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& program) {
@@ -115,8 +118,11 @@ std::shared_ptr<const PreparedProgram> prepare_program(const isa::Program& progr
       // Operands outside the constants: packed when the kernel runs.
     }
   }
+  prepared->fused = detail::fuse_conv_requantize(program, prepared->plans);
   return prepared;
 }
+
+std::size_t fused_kernels(const PreparedProgram& prepared) noexcept { return prepared.fused; }
 
 void run_kernel(const isa::Kernel& kernel, std::span<std::byte> region,
                 const PreparedProgram* prepared, std::size_t index) {

@@ -305,11 +305,10 @@ void sub(const isa::Kernel& kernel, std::span<std::byte> region) {
 // the 256-entry table the compiler computed (RequantizeParams::table).
 // Every 8-bit input value maps to one output value, so the formula is evaluated once per
 // possible input value into a table and the copy maps elements through it.
-void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
+host::LookupTable requantize_table(const isa::Kernel& kernel) {
   const auto& p = params_of<isa::RequantizeParams>(kernel);
   const TensorRef& xref = kernel.inputs[0];
   const TensorRef& yref = kernel.outputs[0];
-  std::byte* yptr = at(region, yref);
   require_8bit(xref, "input 0");
   require_8bit(yref, "output 0");
   if (xref.shape != yref.shape) {
@@ -336,12 +335,22 @@ void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
       return host::quantize_value(f / p.y.scale, p.y.zero_point, qmin, qmax);
     });
   }
+  return lut;
+}
+
+void map_through_table(std::span<std::byte> region, const TensorRef& xref, const TensorRef& yref,
+                       const host::LookupTable& lut) {
+  std::byte* yptr = at(region, yref);
   std::vector<std::byte> scratch;
-  const std::byte* xptr = readable(region, xref, kernel.outputs, scratch);
+  const std::byte* xptr = readable(region, xref, {yref}, scratch);
   if (!copy_block(yptr, xptr, Block{yref.shape, layout_strides(yref), layout_strides(xref)}, 1,
                   lut.data(), dst_rows(yref))) {
     clear_row_padding(yptr, yref);
   }
+}
+
+void requantize(const isa::Kernel& kernel, std::span<std::byte> region) {
+  map_through_table(region, kernel.inputs[0], kernel.outputs[0], requantize_table(kernel));
 }
 
 }  // namespace furiosa::device::sim::detail

@@ -45,6 +45,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,6 +54,7 @@
 
 #include "fast_kernels.h"
 #include "furiosa/core/error.h"
+#include "furiosa/host/lookup_table.h"
 #include "kernels.h"
 
 namespace furiosa::device::sim::detail {
@@ -204,6 +206,13 @@ const std::byte* fast_input(std::span<std::byte> region, const TensorRef& in, co
 struct KernelPlan {
   std::shared_ptr<const fast::ConvPlan> conv;
   std::shared_ptr<const fast::MatMulPlan> matmul;
+  /// A convolution fused with the LowLevelRequantize after it (fuse_conv_requantize): that
+  /// kernel's table and output. The convolution writes the Requantize's output directly,
+  /// through the table, and leaves its own output unwritten.
+  std::optional<host::LookupTable> post_table;
+  std::optional<TensorRef> fused_output;
+  /// A LowLevelRequantize the convolution before it computes (see post_table): nothing to run.
+  bool fused_away = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -290,6 +299,15 @@ void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwi
 std::shared_ptr<const fast::ConvPlan> prepare_conv_plan(
     const isa::Kernel& kernel, const Readable& constants,
     const std::function<bool(const TensorRef&)>& frozen);
+/// Fuses each LowLevelRequantize into the convolution right before it (`plans` by kernel index,
+/// of the verified `program`; KernelPlan::post_table) where that changes nothing anyone can
+/// read: the Requantize reads exactly the convolution's output, writes a tensor of the same
+/// shape and layout that the convolution's input does not overlap, and no later kernel or
+/// program output reads the convolution's output before it is written over. The convolution
+/// must have a GEMM plan (not depthwise). A silu-style activation after every convolution
+/// (YOLOv8's) is then one pass over the output instead of two. Returns the number fused.
+std::size_t fuse_conv_requantize(const isa::Program& program,
+                                 std::vector<std::unique_ptr<KernelPlan>>& plans);
 
 // matmul.cpp
 void matmul(const isa::Kernel& kernel, std::span<std::byte> region, const KernelPlan* prepared);
@@ -307,6 +325,14 @@ void add(const isa::Kernel& kernel, std::span<std::byte> region);
 void mul(const isa::Kernel& kernel, std::span<std::byte> region);
 void sub(const isa::Kernel& kernel, std::span<std::byte> region);
 void requantize(const isa::Kernel& kernel, std::span<std::byte> region);
+/// LowLevelRequantize's table: RequantizeParams::table, or DequantizeLinear then QuantizeLinear
+/// in float32 tabulated. Validates the kernel's dtypes, shapes and parameters first (throws
+/// Error(DeviceFault) when they do not fit).
+host::LookupTable requantize_table(const isa::Kernel& kernel);
+/// y = lut[x] element for element (`x` and `y` located in `region`, same shape, either layout;
+/// y's row padding zeroed). `x` may overlap `y`.
+void map_through_table(std::span<std::byte> region, const TensorRef& x, const TensorRef& y,
+                       const host::LookupTable& lut);
 
 // data_movement.cpp
 void reshape(const isa::Kernel& kernel, std::span<std::byte> region);
