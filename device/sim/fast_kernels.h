@@ -86,6 +86,15 @@ struct ConvPlan {
   std::int64_t wide_pair_rows = 0;
   bool pointwise = false;                 ///< 1x1, stride 1, no padding: no im2col needed
   std::vector<std::int32_t> w_packed;
+  /// Direct taps (the avx512 GEMM's Segments tiles; empty: not packed): the weights again, as
+  /// K4t = C4 kH kW words of 4 input channels at one tap, k4 = c4 kH kW + kh kW + kw (channels
+  /// 4 c4 .. 4 c4 + 3, zero past Cg), laid out [group][m_blocks][K4t][kConvMr]. The GEMM then
+  /// reads B straight from the phase planes interleaved by 4 channels instead of an im2col
+  /// matrix that holds each input byte once per tap. Packed for kernels of several taps with
+  /// output rows over 32, no weight zero points and at most 1/8 of the channel bytes of the
+  /// words idle (8 Cg >= 7 * 4 C4) (the only ones that take this path).
+  std::int64_t C4 = 0, K4t = 0;
+  std::vector<std::int32_t> w_taps;
 };
 
 /// Runs `plan` on image data `x` (the input tensor) into `y` (the output tensor); both in their

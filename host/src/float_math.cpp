@@ -3,6 +3,7 @@
 #include "float_math.h"
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 namespace furiosa::host::detail {
@@ -69,9 +70,47 @@ FURIOSA_FLOAT_MATH_CLONES void sigmoid_block(const float* x, float* y, std::int6
   }
 }
 
+FURIOSA_FLOAT_MATH_CLONES void softmax_block(const float* x, float* y, std::int64_t n,
+                                             std::int64_t inner, bool log, float* mx, double* sum,
+                                             float* norm) {
+  for (std::int64_t i = 0; i < inner; ++i) {
+    mx[i] = -__builtin_inff();
+    sum[i] = 0.0;
+  }
+  for (std::int64_t k = 0; k < n; ++k) {
+    const float* xr = x + k * inner;
+    for (std::int64_t i = 0; i < inner; ++i) mx[i] = xr[i] > mx[i] ? xr[i] : mx[i];
+  }
+  for (std::int64_t k = 0; k < n; ++k) {
+    const float* xr = x + k * inner;
+    float* yr = y + k * inner;
+    for (std::int64_t i = 0; i < inner; ++i) yr[i] = exp_one(xr[i] - mx[i]);
+    for (std::int64_t i = 0; i < inner; ++i) sum[i] += yr[i];
+  }
+  if (log) {
+    for (std::int64_t i = 0; i < inner; ++i) norm[i] = static_cast<float>(std::log(sum[i]));
+    for (std::int64_t k = 0; k < n; ++k) {
+      const float* xr = x + k * inner;
+      float* yr = y + k * inner;
+      for (std::int64_t i = 0; i < inner; ++i) yr[i] = xr[i] - mx[i] - norm[i];
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i < inner; ++i) norm[i] = static_cast<float>(1.0 / sum[i]);
+  for (std::int64_t k = 0; k < n; ++k) {
+    float* yr = y + k * inner;
+    for (std::int64_t i = 0; i < inner; ++i) yr[i] *= norm[i];
+  }
+}
+
 }  // namespace
 
 void exp_f32(const float* x, float* y, std::int64_t n) { exp_block(x, y, n); }
+
+void softmax_f32(const float* x, float* y, std::int64_t n, std::int64_t inner, bool log, float* mx,
+                 double* sum, float* norm) {
+  softmax_block(x, y, n, inner, log, mx, sum, norm);
+}
 
 void sigmoid_f32(const float* x, float* y, std::int64_t n) { sigmoid_block(x, y, n); }
 

@@ -20,6 +20,14 @@ namespace furiosa::host::detail {
 /// array.
 void exp_f32(const float* x, float* y, std::int64_t n);
 
+/// Softmax (or, with `log`, LogSoftmax) over the middle axis of x [n][inner] into y (same shape):
+/// per inner position i, m = max_k x[k][i]; e = exp_f32(x - m); sum = the e's added in double
+/// in the order of k; y = e * float(1 / sum) (LogSoftmax: x - m - float(log(sum))). `mx`, `sum`
+/// and `norm` are scratch of `inner` elements. The same operations in the same order on every
+/// CPU (the clones only widen the vectors), so the same bits. x and y must not overlap.
+void softmax_f32(const float* x, float* y, std::int64_t n, std::int64_t inner, bool log, float* mx,
+                 double* sum, float* norm);
+
 /// y[i] = 1 / (1 + e^-x[i]) for i < n, computed as 1 / (1 + e) for x >= 0 and e / (1 + e) for
 /// x < 0 with e = exp(-|x|) (so neither form overflows). NaN stays NaN. In place allowed.
 void sigmoid_f32(const float* x, float* y, std::int64_t n);

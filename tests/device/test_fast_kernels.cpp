@@ -149,6 +149,9 @@ struct ConvSpec {
   // middle but 1 in 200 at an end (a kernel that splits the pairs past 128 must get the few
   // k4 rows that need a second pass right).
   int extreme = 0;
+  // Weight zero points all at the middle of the range (0 for int8, 128 for uint8): the plan has
+  // no weight zero points to correct for, which the avx512 direct taps need (ConvPlan::w_taps).
+  bool symmetric = false;
 };
 
 std::int64_t out_dim(std::int64_t in, std::int64_t k, std::int64_t p0, std::int64_t p1,
@@ -204,7 +207,10 @@ void run_conv_case(const ConvSpec& s, std::uint32_t seed, bool in_place = false)
   for (std::size_t i = 0; i < nq; ++i) {
     p.w_scale.push_back(std::uniform_real_distribution<float>(0.0005f, 0.02f)(rng) *
                         s.mult_scale);
-    p.w_zero_point.push_back(rnd(rng, 3) == 0 ? 0 : random_in(rng, wlo, whi));
+    const std::int32_t middle = s.w_type == DType::Int8 ? 0 : 128;
+    p.w_zero_point.push_back(s.symmetric        ? middle
+                             : rnd(rng, 3) == 0 ? 0
+                                                : random_in(rng, wlo, whi));
   }
   std::vector<std::int32_t> bias;
   ProgramBuilder b("conv");
@@ -408,6 +414,57 @@ TEST_CASE("Fast conv handles the model-like shapes", "[device][kernels][fast][co
   };
   std::uint32_t seed = 9000;
   for (const auto& s : specs) run_conv_case(s, seed++);
+}
+
+// The avx512 GEMM's direct taps (fast_kernels_avx512_conv.inc: Segments tiles read B from the
+// phase planes interleaved by 4 channels, ConvPlan::w_taps): kernels of several taps over
+// output rows wider than 32, without weight zero points. Every level runs these; the others
+// take their im2col path.
+TEST_CASE("Fast conv reads the taps of wide rows straight from the phase planes",
+          "[device][kernels][fast][conv]") {
+  const auto U8 = DType::UInt8, I8 = DType::Int8;
+  const auto L = Layout::LoweredNCHW;
+  // clang-format off
+  std::vector<ConvSpec> specs = {
+      // YOLOv8n-like 3 x 3 stride 1 at 80 (64 + 16) and 160 (2 x 64 + 32), and stride 2
+      {1, 20, 7, 80, 24, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      {1, 16, 5, 160, 16, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, false, true, false, 1.0f},
+      {1, 16, 9, 320, 32, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      // 7 input channels (two words of 4 with a stand-in channel), stride 2 as a first layer
+      {1, 7, 11, 130, 16, 3, 3, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      // odd channel counts, int8 activations, uint8 weights at 128, signed outputs
+      {1, 15, 6, 128, 19, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, I8, U8, I8, L, L, true, true, false, 1.0f},
+      // kernel 3 x 1 (plane rows of exactly OW bytes), 1 x 3, 5 x 5 with dilation 2, asymmetric pads
+      {1, 21, 8, 70, 10, 3, 1, 1, {0, 0, 2, 0}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      {1, 11, 5, 99, 10, 1, 3, 1, {0, 1, 0, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      {1, 7, 12, 128, 9, 5, 5, 1, {4, 3, 2, 4}, {1, 2}, {2, 2}, I8, I8, U8, L, L, true, false, false, 1.0f},
+      // two groups, saturating multipliers
+      {1, 8, 6, 66, 14, 3, 3, 2, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, false, 1.0f},
+      {1, 12, 4, 64, 8, 3, 3, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, I8, L, L, true, true, false, 1e5f},
+  };
+  // clang-format on
+  std::uint32_t seed = 14000;
+  for (auto s : specs) {
+    s.symmetric = true;
+    run_conv_case(s, seed++);
+  }
+  std::mt19937 rng(31);
+  for (int i = 0; i < 60; ++i) {
+    ConvSpec s = random_conv(rng, false);
+    s.symmetric = true;
+    s.w = std::max<std::int64_t>(s.w, 40 + rnd(rng, 100));  // rows over 32 for most strides
+    s.y_layout = Layout::LoweredNCHW;
+    run_conv_case(s, 15000 + i);
+  }
+  // Chunks of the interleaving and of the GEMM run last first (see the test above).
+  furiosa::device::sim::set_reverse_inline_chunks(true);
+  struct Reset {
+    ~Reset() { furiosa::device::sim::set_reverse_inline_chunks(false); }
+  } reset;
+  for (auto s : specs) {
+    s.symmetric = true;
+    run_conv_case(s, seed++);
+  }
 }
 
 TEST_CASE("Fast conv reads its input before writing an output placed over it",

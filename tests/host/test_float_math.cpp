@@ -16,6 +16,7 @@
 
 using furiosa::host::detail::exp_f32;
 using furiosa::host::detail::sigmoid_f32;
+using furiosa::host::detail::softmax_f32;
 
 namespace {
 
@@ -127,4 +128,63 @@ TEST_CASE("exp_f32 and sigmoid_f32 give the same bits on every CPU", "[host][flo
   mix(y);
   // Recorded on x86-64 (AVX-512 clone); see the file comment for where else it runs.
   CHECK(h == 0xdd446aa83ec830c4ull);
+}
+
+TEST_CASE("softmax_f32 gives the bits of the row-by-row Softmax on every CPU",
+          "[host][float_math][bits]") {
+  // x [n][inner] with inner not a multiple of any vector width; values from an LCG in
+  // [-40, 40), a row of -inf in one column and a NaN in another.
+  const std::int64_t n = 16, inner = 1031;
+  std::vector<float> x(static_cast<std::size_t>(n * inner));
+  std::uint32_t state = 12345;
+  for (auto& v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>(state >> 8) / 16777216.0f * 80.0f - 40.0f;
+  }
+  x[5] = -std::numeric_limits<float>::infinity();
+  x[static_cast<std::size_t>(3 * inner + 9)] = std::numeric_limits<float>::quiet_NaN();
+  std::uint64_t h = 14695981039346656037ull;
+  for (bool log : {false, true}) {
+    // The reference: the max, x - max, exp_f32, sums in double in the order of k, then
+    // e * float(1 / sum) or x - max - float(log(sum)), one row at a time.
+    std::vector<float> mx(static_cast<std::size_t>(inner), -std::numeric_limits<float>::infinity());
+    std::vector<double> sum(static_cast<std::size_t>(inner), 0.0);
+    std::vector<float> want(x.size());
+    for (std::int64_t k = 0; k < n; ++k) {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        auto& m = mx[static_cast<std::size_t>(i)];
+        m = std::max(m, x[static_cast<std::size_t>(k * inner + i)]);
+      }
+    }
+    for (std::int64_t k = 0; k < n; ++k) {
+      float* r = want.data() + k * inner;
+      for (std::int64_t i = 0; i < inner; ++i)
+        r[i] = x[static_cast<std::size_t>(k * inner + i)] - mx[static_cast<std::size_t>(i)];
+      exp_f32(r, r, inner);
+      for (std::int64_t i = 0; i < inner; ++i) sum[static_cast<std::size_t>(i)] += r[i];
+    }
+    for (std::int64_t k = 0; k < n; ++k) {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const auto u = static_cast<std::size_t>(i);
+        float& r = want[static_cast<std::size_t>(k * inner + i)];
+        r = log ? x[static_cast<std::size_t>(k * inner + i)] - mx[u] -
+                      static_cast<float>(std::log(sum[u]))
+                : r * static_cast<float>(1.0 / sum[u]);
+      }
+    }
+    std::vector<float> got(x.size()), smx(static_cast<std::size_t>(inner)),
+        snorm(static_cast<std::size_t>(inner));
+    std::vector<double> ssum(static_cast<std::size_t>(inner));
+    softmax_f32(x.data(), got.data(), n, inner, log, smx.data(), ssum.data(), snorm.data());
+    std::int64_t differ = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      differ += std::bit_cast<std::uint32_t>(got[i]) != std::bit_cast<std::uint32_t>(want[i]);
+      h ^= std::bit_cast<std::uint32_t>(got[i]);
+      h *= 1099511628211ull;
+    }
+    INFO((log ? "LogSoftmax" : "Softmax"));
+    CHECK(differ == 0);
+  }
+  // Recorded on x86-64 (AVX-512 clone); see the file comment for where else it runs.
+  CHECK(h == 0x43b0318249ca058eull);
 }

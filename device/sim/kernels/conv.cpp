@@ -355,6 +355,29 @@ std::shared_ptr<const fast::ConvPlan> make_conv_plan(const ConvDesc& d) {
       }
     }
   }
+  const std::int64_t taps = d.kH * d.kW;
+  // (At most 1/8 of the words' channel bytes idle: with 3 input channels a quarter of the
+  // products would be on stand-in channels, and YOLOv8n's first layer measured 4% slower.)
+  if (!f.any_wz && taps > 1 && d.OW > 32 && 8 * d.Cg >= 28 * ((d.Cg + 3) / 4)) {
+    f.C4 = (d.Cg + 3) / 4;
+    f.K4t = f.C4 * taps;
+    f.w_taps.assign(static_cast<std::size_t>(p.group * f.m_blocks * f.K4t * MR), 0);
+    for (std::int64_t g = 0; g < p.group; ++g) {
+      for (std::int64_t mb = 0; mb < f.m_blocks; ++mb) {
+        for (std::int64_t k4 = 0; k4 < f.K4t; ++k4) {
+          const std::int64_t c4 = k4 / taps, tap = k4 % taps;
+          for (std::int64_t r = 0; r < MR && mb * MR + r < d.Mg; ++r) {
+            std::int32_t b[4] = {0, 0, 0, 0};
+            for (std::int64_t j = 0; j < 4 && 4 * c4 + j < d.Cg; ++j) {
+              b[j] = weight(g * d.Mg + mb * MR + r, (4 * c4 + j) * taps + tap);
+            }
+            f.w_taps[static_cast<std::size_t>(((g * f.m_blocks + mb) * f.K4t + k4) * MR + r)] =
+                pack4(b);
+          }
+        }
+      }
+    }
+  }
   return plan;
 }
 

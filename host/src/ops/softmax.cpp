@@ -36,46 +36,14 @@ std::vector<Tensor> run_softmax(const Ctx& c, const OutInfos& o) {
   const std::int64_t n = s[axis];
   const float* x = tx.as<float>().data();
   float* y = ty.as<float>().data();
-  // Per outer index, the n rows of `inner` contiguous values are processed row by row, so each
-  // step is a contiguous loop over the inner positions: the max, y = x - max, y = e^y
-  // (exp_f32), the sums in double in the order of k (as before), then the normalization.
+  // Per outer index, n rows of `inner` contiguous values (float_math.h: softmax_f32, cloned
+  // for AVX-512 and AVX2 with the same operations in the same order).
   std::vector<float> mx(static_cast<std::size_t>(inner));
   std::vector<double> sum(static_cast<std::size_t>(inner));
   std::vector<float> norm(static_cast<std::size_t>(inner));
   for (std::int64_t a = 0; a < outer; ++a) {
-    const float* xa = x + a * n * inner;
-    float* ya = y + a * n * inner;
-    std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (std::int64_t k = 0; k < n; ++k) {
-      const float* xr = xa + k * inner;
-      for (std::int64_t i = 0; i < inner; ++i)
-        mx[static_cast<std::size_t>(i)] = std::max(mx[static_cast<std::size_t>(i)], xr[i]);
-    }
-    for (std::int64_t k = 0; k < n; ++k) {
-      const float* xr = xa + k * inner;
-      float* yr = ya + k * inner;
-      for (std::int64_t i = 0; i < inner; ++i) yr[i] = xr[i] - mx[static_cast<std::size_t>(i)];
-      exp_f32(yr, yr, inner);
-      for (std::int64_t i = 0; i < inner; ++i) sum[static_cast<std::size_t>(i)] += yr[i];
-    }
-    // LogSoftmax: x - max - log(sum); Softmax: e * (1 / sum), each factor rounded to float.
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const auto u = static_cast<std::size_t>(i);
-      norm[u] = static_cast<float>(log ? std::log(sum[u]) : 1.0 / sum[u]);
-    }
-    for (std::int64_t k = 0; k < n; ++k) {
-      const float* xr = xa + k * inner;
-      float* yr = ya + k * inner;
-      for (std::int64_t i = 0; i < inner; ++i) {
-        const auto u = static_cast<std::size_t>(i);
-        if constexpr (log) {
-          yr[i] = xr[i] - mx[u] - norm[u];
-        } else {
-          yr[i] *= norm[u];
-        }
-      }
-    }
+    softmax_f32(x + a * n * inner, y + a * n * inner, n, inner, log, mx.data(), sum.data(),
+                norm.data());
   }
   return single_output(std::move(ty));
 }
