@@ -104,9 +104,9 @@ struct ConvPlan {
 /// stored (entry b replaces byte b; the padding stays zero), so that a LowLevelRequantize that
 /// only reads this output is computed in the same pass (prepare_program's fusion). Only the
 /// avx512 level's GEMM convolution takes a table: the other levels, and avx512's depthwise
-/// path, return false for one (the caller then runs the two kernels apart). With a table and
-/// plan.group == 1, `x` may overlap `y`: the GEMM path packs the whole input before it writes
-/// the first output byte.
+/// path, return false for one (the caller then runs the two kernels apart). With a table,
+/// plan.group == 1 and plan.N == 1, `x` may overlap `y`: the GEMM path packs the whole input
+/// before it writes the first output byte.
 void conv(const ConvPlan& plan, const std::byte* x, std::byte* y, const std::uint8_t* post_lut);
 
 /// Output columns per MatMul panel: B is packed in panels of this many columns (the last

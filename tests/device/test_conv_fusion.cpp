@@ -55,6 +55,8 @@ Case make_case(std::uint32_t seed, Place place, bool reread, bool t_out) {
   const std::int64_t h = k + rnd(rng, 20), w = k + rnd(rng, 90);
   const std::int64_t oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1;
   const DType xt = pick_8bit(rng), wt = pick_8bit(rng), tt = pick_8bit(rng), yt = pick_8bit(rng);
+  // Two images: over the input, image 0's output must not clobber image 1's input.
+  const std::int64_t images = rnd(rng, 3) == 0 ? 2 : 1;
   const Layout layout = rnd(rng, 4) == 0 ? Layout::Linear : Layout::LoweredNCHW;
 
   isa::Conv2dParams p;
@@ -73,10 +75,17 @@ Case make_case(std::uint32_t seed, Place place, bool reread, bool t_out) {
       b.constant(wt, ws, random_8bit(static_cast<std::size_t>(element_count(ws)), wt, seed + 1));
   p.bias = b.constant(DType::Int32, {m},
                       random_values(static_cast<std::size_t>(m), -3000, 3000, seed + 2));
-  const isa::TensorRef x = b.activation(xt, {1, c, h, w}, layout);
-  const isa::TensorRef t = b.activation(tt, {1, m, oh, ow}, layout);
-  isa::TensorRef y = b.activation(yt, {1, m, oh, ow}, layout);
+  const isa::TensorRef x = b.activation(xt, {images, c, h, w}, layout);
+  const isa::TensorRef t = b.activation(tt, {images, m, oh, ow}, layout);
+  isa::TensorRef y = b.activation(yt, {images, m, oh, ow}, layout);
   if (place == Place::OverInput && y.size_bytes() <= x.size_bytes()) y.address = x.address;
+  if (place == Place::OverInput && images == 2) {
+    // Image 0's output ending inside image 1's input: written before that input is read
+    // unless the whole input is read first.
+    const std::uint64_t xi = x.size_bytes() / 2, yi = y.size_bytes() / 2;
+    const std::uint64_t shift = (xi - std::min(xi, yi) + 64) / 64 * 64;
+    if (shift + 2 * yi <= 2 * xi && shift + yi > xi) y.address = x.address + shift;
+  }
   isa::RequantizeParams rq;
   rq.x = p.y;
   rq.y = {0.03f, 7};
@@ -90,7 +99,7 @@ Case make_case(std::uint32_t seed, Place place, bool reread, bool t_out) {
   out.y = y;
   std::vector<isa::TensorRef> outputs{y};
   if (reread) {
-    const isa::TensorRef z = b.activation(tt, {1, m, oh, ow}, layout);
+    const isa::TensorRef z = b.activation(tt, {images, m, oh, ow}, layout);
     isa::RequantizeParams copy;
     copy.x = p.y;
     copy.y = p.y;

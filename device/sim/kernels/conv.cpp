@@ -501,13 +501,13 @@ void conv2d(const isa::Kernel& kernel, std::span<std::byte> region, bool depthwi
   }
   // Fused with the Requantize after it: one pass where the level's kernel takes the table,
   // else the two kernels one after the other (the same bytes either way).
-  // With one group the input may lie under the output (fast::conv): no snapshot of it.
+  // With one group and one image the input may lie under the output (fast::conv): no snapshot.
   const TensorRef& y = *prepared->fused_output;
   const fast::Kernels* fk = fast_kernels();
   if (fk != nullptr && fk->conv != nullptr && prepared->conv) {
     const TensorRef& x = kernel.inputs[0];
-    const std::byte* xp =
-        prepared->conv->group == 1 ? region.data() + x.address : fast_input(region, x, y);
+    const bool whole_input_first = prepared->conv->group == 1 && prepared->conv->N == 1;
+    const std::byte* xp = whole_input_first ? region.data() + x.address : fast_input(region, x, y);
     if (fk->conv(*prepared->conv, xp, region.data() + y.address, prepared->post_table->data())) {
       return;
     }
