@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fast_switch.h"
 #include "kernels.h"
 
 using namespace furiosa;
@@ -19,13 +20,6 @@ using namespace furiosa::device::test;
 using isa::Layout;
 
 namespace {
-
-struct Restore {
-  ~Restore() {
-    sim::set_fast_kernels_enabled(true);
-    sim::set_fast_kernels_level(SimIsa::Auto);
-  }
-};
 
 std::int64_t rnd(std::mt19937& rng, std::int64_t n) {
   return static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(n));
@@ -136,7 +130,7 @@ std::vector<std::byte> run_all(const isa::Program& prog, std::vector<std::byte> 
 // Checks the case at every level: the fused count, and every output against the portable
 // kernels run unprepared.
 void check(const Case& c, std::size_t want_fused) {
-  Restore restore;
+  FastSwitch restore;
   const isa::Program& prog = *c.prog;
   std::mt19937 rng(17);
   std::vector<std::byte> region(static_cast<std::size_t>(prog.dram_bytes));

@@ -12,6 +12,7 @@
 
 #include "device_test_util.h"
 #include "fast_kernels.h"
+#include "fast_switch.h"
 #include "kernels.h"
 
 using namespace furiosa;
@@ -20,14 +21,6 @@ using namespace furiosa::device::test;
 using isa::Layout;
 
 namespace {
-
-// Restores the fast-kernel switch and level at scope exit.
-struct FastSwitch {
-  ~FastSwitch() {
-    sim::set_fast_kernels_enabled(true);
-    sim::set_fast_kernels_level(SimIsa::Auto);
-  }
-};
 
 std::vector<SimIsa> fast_levels() {
   std::vector<SimIsa> levels = sim_cpu_isa_levels();

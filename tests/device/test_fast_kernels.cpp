@@ -27,6 +27,7 @@
 #include "device_test_util.h"
 #include "fast_kernels.h"
 #include "fork_join.h"
+#include "fast_switch.h"
 #include "kernels.h"
 
 using namespace furiosa;
@@ -35,14 +36,6 @@ using namespace furiosa::device::test;
 using isa::Layout;
 
 namespace {
-
-// Restores the fast-kernel switch and level at scope exit.
-struct FastSwitch {
-  ~FastSwitch() {
-    sim::set_fast_kernels_enabled(true);
-    sim::set_fast_kernels_level(SimIsa::Auto);
-  }
-};
 
 // The fast levels this CPU has, lowest first (none: the portable kernels only).
 std::vector<SimIsa> fast_levels() {
