@@ -103,9 +103,18 @@ FURIOSA_FLOAT_MATH_CLONES void softmax_block(const float* x, float* y, std::int6
   }
 }
 
+FURIOSA_FLOAT_MATH_CLONES void axpy_block(float* y, const float* x, float a, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
 }  // namespace
 
 void exp_f32(const float* x, float* y, std::int64_t n) { exp_block(x, y, n); }
+
+void axpy_f32(float* y, const float* x, float a, std::int64_t n, std::int64_t stride) {
+  if (stride == 1) return axpy_block(y, x, a, n);
+  for (std::int64_t i = 0; i < n; ++i) y[i] += a * x[i * stride];
+}
 
 void softmax_f32(const float* x, float* y, std::int64_t n, std::int64_t inner, bool log, float* mx,
                  double* sum, float* norm) {

@@ -28,6 +28,11 @@ void exp_f32(const float* x, float* y, std::int64_t n);
 void softmax_f32(const float* x, float* y, std::int64_t n, std::int64_t inner, bool log, float* mx,
                  double* sum, float* norm);
 
+/// y[i] += a * x[i * stride] for i < n (a product rounded to float, then the sum: no FMA), the
+/// row update of the host's float Conv (YOLOv8's DFL convolution over 4 x 8400 positions). The
+/// clones only widen the vectors, so the bits are the same on every CPU.
+void axpy_f32(float* y, const float* x, float a, std::int64_t n, std::int64_t stride);
+
 /// y[i] = 1 / (1 + e^-x[i]) for i < n, computed as 1 / (1 + e) for x >= 0 and e / (1 + e) for
 /// x < 0 with e = exp(-|x|) (so neither form overflows). NaN stays NaN. In place allowed.
 void sigmoid_f32(const float* x, float* y, std::int64_t n);

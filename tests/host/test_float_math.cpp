@@ -188,3 +188,33 @@ TEST_CASE("softmax_f32 gives the bits of the row-by-row Softmax on every CPU",
   // Recorded on x86-64 (AVX-512 clone); see the file comment for where else it runs.
   CHECK(h == 0x43b0318249ca058eull);
 }
+
+TEST_CASE("axpy_f32 gives the bits of the scalar row update on every CPU",
+          "[host][float_math][bits]") {
+  std::vector<float> x(4099), y0(2053);
+  std::uint32_t state = 99;
+  const auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f * 8.0f - 4.0f;
+  };
+  for (auto& v : x) v = next();
+  for (auto& v : y0) v = next();
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::int64_t stride : {1, 2}) {
+    for (std::int64_t n : {1, 15, 16, 17, 1000, 2049}) {
+      std::vector<float> want(y0), got(y0);
+      const float a = next();
+      for (std::int64_t i = 0; i < n; ++i)
+        want[static_cast<std::size_t>(i)] += a * x[static_cast<std::size_t>(i * stride)];
+      furiosa::host::detail::axpy_f32(got.data(), x.data(), a, n, stride);
+      INFO("stride " << stride << ", n " << n);
+      CHECK(got == want);
+      for (float f : got) {
+        h ^= std::bit_cast<std::uint32_t>(f);
+        h *= 1099511628211ull;
+      }
+    }
+  }
+  // Recorded on x86-64 (AVX-512 clone); see the file comment for where else it runs.
+  CHECK(h == 0xf2f0d16cdbe88bc5ull);
+}

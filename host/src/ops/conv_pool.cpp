@@ -1,4 +1,5 @@
 // The host operator library (host/cpu_ops.h): Conv, ConvInteger, MaxPool, AveragePool, GlobalAveragePool, furiosa::QuantizedAveragePool.
+#include "../float_math.h"
 #include "ops_common.h"
 
 namespace furiosa::host::detail {
@@ -229,7 +230,9 @@ void conv_kernel(const T* x, const T* w, const T* bias, T* y, std::int64_t batch
               if (ih < 0 || ih >= g.h) continue;
               const T* row = xp + ih * g.w + off;
               T* orow = out + oh * g.ow;
-              if (g.sw == 1) {
+              if constexpr (std::is_same_v<T, float>) {
+                axpy_f32(orow + ow0, row + ow0 * g.sw, wv, ow1 - ow0, g.sw);  // float_math.h
+              } else if (g.sw == 1) {
                 for (std::int64_t ow = ow0; ow < ow1; ++ow) orow[ow] += wv * row[ow];
               } else {
                 for (std::int64_t ow = ow0; ow < ow1; ++ow) orow[ow] += wv * row[ow * g.sw];
