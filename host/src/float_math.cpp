@@ -57,6 +57,28 @@ inline float exp_one(float x) {
   return nan ? x : y;
 }
 
+// exp_one for x <= 0 or NaN, the arguments of sigmoid (-|x|) and Softmax (x - max): the same
+// bits, without the overflow clamps and the 2^128 scaling, which cannot act there (n <= 0).
+inline float exp_nonpositive(float x) {
+  const bool nan = x != x;
+  float v = nan ? 0.0f : x;
+  v = v < kMinArg ? kMinArg : v;
+  const float n = (v * kLog2e + kRoundMagic) - kRoundMagic;  // in [-126, 0]
+  const float r = (v - n * kLn2Hi) - n * kLn2Lo;
+  const float z = r * r;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
+  const auto ni = static_cast<std::int32_t>(n);
+  float y = p * std::bit_cast<float>(static_cast<std::uint32_t>(ni + 127) << 23);
+  y = x < kMinArg ? 0.0f : y;
+  return nan ? x : y;
+}
+
 FURIOSA_FLOAT_MATH_CLONES void exp_block(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = exp_one(x[i]);
 }
@@ -64,9 +86,9 @@ FURIOSA_FLOAT_MATH_CLONES void exp_block(const float* x, float* y, std::int64_t 
 FURIOSA_FLOAT_MATH_CLONES void sigmoid_block(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float e = exp_one(v < 0.0f ? v : -v);  // e^-|x| (NaN passes through)
-    const float d = 1.0f + e;
-    y[i] = v >= 0.0f ? 1.0f / d : e / d;
+    const float e = exp_nonpositive(v < 0.0f ? v : -v);  // e^-|x| (NaN passes through)
+    // One division: the numerator is chosen first (1 / d or e / d, the same quotient bits).
+    y[i] = (v >= 0.0f ? 1.0f : e) / (1.0f + e);
   }
 }
 
@@ -84,7 +106,8 @@ FURIOSA_FLOAT_MATH_CLONES void softmax_block(const float* x, float* y, std::int6
   for (std::int64_t k = 0; k < n; ++k) {
     const float* xr = x + k * inner;
     float* yr = y + k * inner;
-    for (std::int64_t i = 0; i < inner; ++i) yr[i] = exp_one(xr[i] - mx[i]);
+    // x - max is <= 0 or NaN (a NaN x, or inf - inf).
+    for (std::int64_t i = 0; i < inner; ++i) yr[i] = exp_nonpositive(xr[i] - mx[i]);
     for (std::int64_t i = 0; i < inner; ++i) sum[i] += yr[i];
   }
   if (log) {
