@@ -32,10 +32,13 @@ constexpr float kRoundMagic = 12582912.0f;
 // e^x without branches (the loops below vectorize it): x = n ln 2 + r with |r| <= ln 2 / 2,
 // e^r = 1 + r + r^2 P(r) (Cephes expf's coefficients, relative error below 2e-7 on that
 // range), then scaled by 2^n built in the exponent bits (2^(n-1) * 2 for n = 128).
-inline float exp_one(float x) {
+// kNonPositive: for arguments <= 0 or NaN only (sigmoid's -|x|, Softmax's x - max), where the
+// overflow clamps and the 2^128 scaling cannot act (n <= 0): left out, the same bits.
+template <bool kNonPositive>
+inline float exp_impl(float x) {
   const bool nan = x != x;
   float v = nan ? 0.0f : x;
-  v = v > kMaxArg ? kMaxArg : v;
+  if constexpr (!kNonPositive) v = v > kMaxArg ? kMaxArg : v;
   v = v < kMinArg ? kMinArg : v;
   const float n = (v * kLog2e + kRoundMagic) - kRoundMagic;  // in [-126, 128]
   const float r = (v - n * kLn2Hi) - n * kLn2Lo;
@@ -48,36 +51,21 @@ inline float exp_one(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * z + r + 1.0f;
   const auto ni = static_cast<std::int32_t>(n);
-  const std::int32_t e = ni > 127 ? 127 : ni;
-  const float scale = std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23);
-  float y = p * scale;
-  y = ni > 127 ? y * 2.0f : y;
-  y = x > kMaxArg ? __builtin_inff() : y;
+  float y;
+  if constexpr (kNonPositive) {
+    y = p * std::bit_cast<float>(static_cast<std::uint32_t>(ni + 127) << 23);
+  } else {
+    const std::int32_t e = ni > 127 ? 127 : ni;
+    y = p * std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23);
+    y = ni > 127 ? y * 2.0f : y;
+    y = x > kMaxArg ? __builtin_inff() : y;
+  }
   y = x < kMinArg ? 0.0f : y;
   return nan ? x : y;
 }
 
-// exp_one for x <= 0 or NaN, the arguments of sigmoid (-|x|) and Softmax (x - max): the same
-// bits, without the overflow clamps and the 2^128 scaling, which cannot act there (n <= 0).
-inline float exp_nonpositive(float x) {
-  const bool nan = x != x;
-  float v = nan ? 0.0f : x;
-  v = v < kMinArg ? kMinArg : v;
-  const float n = (v * kLog2e + kRoundMagic) - kRoundMagic;  // in [-126, 0]
-  const float r = (v - n * kLn2Hi) - n * kLn2Lo;
-  const float z = r * r;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * z + r + 1.0f;
-  const auto ni = static_cast<std::int32_t>(n);
-  float y = p * std::bit_cast<float>(static_cast<std::uint32_t>(ni + 127) << 23);
-  y = x < kMinArg ? 0.0f : y;
-  return nan ? x : y;
-}
+inline float exp_one(float x) { return exp_impl<false>(x); }
+inline float exp_nonpositive(float x) { return exp_impl<true>(x); }
 
 FURIOSA_FLOAT_MATH_CLONES void exp_block(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = exp_one(x[i]);
