@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from ._traces import analyze_trace, read_trace
+
 # The Warboy roofs of the timing model (docs/timing.md, "Parameters"): 64 INT8 TOPS per chip from
 # two PEs of 32 TOPS (FuriosaAI's Warboy product page); 66 GB/s of LPDDR4X per card (published),
 # of which a device of P PEs is modelled with a P / 2 share; SRAM 128 bytes per cycle per PE at
@@ -44,7 +46,6 @@ def plot_timeline(trace: Any, file: Any, title: Optional[str] = None):
     device phases (Load, Execution, Store) as bars coloured by stage, each Inference as a thin
     bar under its thread's row, and each request's Enqueue -> Execution flow as an arrow.
     Kernels are left out (plot_top and plot_roofline show them)."""
-    from .profiler import read_trace
 
     df = read_trace(trace)
     if df.empty:
@@ -118,7 +119,6 @@ def plot_roofline(trace: Any, file: Any, pes: int = 2, title: Optional[str] = No
     movement) are left out."""
     import numpy as np
 
-    from .profiler import analyze_trace
 
     if pes not in (1, 2):
         raise ValueError(f"plot_roofline: pes must be 1 or 2, got {pes}")
@@ -155,7 +155,6 @@ def plot_top(trace: Any, file: Any, n: int = 10, title: Optional[str] = None):
     """The ``n`` NPU kernels with the most device self time (analyze_trace), as horizontal
     bars of their total time in microseconds, slowest on top, labelled with kernel, model node
     and position and their share of all kernel time."""
-    from .profiler import analyze_trace
 
     rows = analyze_trace(trace, top=n)
     if rows.empty:
