@@ -156,7 +156,8 @@ TEST_CASE("ONNX backend node tests of the supported-op table run through the run
     if (g.nodes.size() != 1 || !table.count(g.nodes[0].qualified_op())) continue;
     const std::string op = g.nodes[0].qualified_op();
     // Where the ONNX reference and ONNX Runtime (the project's reference) disagree, the library
-    // follows ONNX Runtime (tests/host/test_cpu_ops.cpp's kExcludedCases has the details).
+    // follows ONNX Runtime (tests/host/test_cpu_ops_onnx_conformance.cpp's kExcludedCases has the
+    // details).
     if (dir.filename() == "test_resize_downsample_scales_linear_align_corners" ||
         dir.filename() == "test_resize_downsample_scales_cubic_align_corners") {
       skipped.push_back(fmt::format("{} ({}): follows ONNX Runtime, not the ONNX reference",
@@ -206,7 +207,8 @@ TEST_CASE("ONNX backend node tests of the supported-op table run through the run
              ran.size(), npu, skipped.size());
   for (const auto& s : skipped) fmt::print("  refused {}\n", s);
   // Ops of the table with importable single-node cases must have run; com.microsoft ops have no
-  // ONNX backend cases, and Cast's are all float16/double/string (see test_cpu_ops.cpp).
+  // ONNX backend cases, and Cast's are all float16/double/string (see
+  // test_cpu_ops_onnx_conformance.cpp).
   for (const char* op : {"QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "MaxPool",
                          "ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "Softmax", "Conv", "Reshape",
                          "Transpose", "Concat", "Split", "Gemm", "ReduceMean"}) {

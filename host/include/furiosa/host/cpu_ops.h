@@ -7,9 +7,9 @@
 //
 // Semantics follow the ONNX operator specification (https://onnx.ai/onnx/operators/), opsets
 // 11-13 and the later input/attribute variants where they differ; the ONNX backend node tests of
-// Debian's libonnx-testdata are the arbiter (tests/host/test_cpu_ops.cpp runs all of them
-// that the IR can import). Choices where the spec leaves freedom are listed at each operator
-// below and in cpu_op_list()'s documentation.
+// Debian's libonnx-testdata are the arbiter (tests/host/test_cpu_ops_onnx_conformance.cpp runs
+// all of them that the IR can import). Choices where the spec leaves freedom are listed at each
+// operator below and in cpu_op_list()'s documentation.
 #pragma once
 
 #include <string>
