@@ -222,6 +222,32 @@ TEST_CASE("Fast depthwise conv matches the reference on random shapes",
   for (int i = 0; i < 150; ++i) run_conv_case(random_conv(rng, true), 5000 + i);
 }
 
+// The avx512 level's row tiles (conv_depthwise_rows): 3 x 3 stride-1 layers whose rows of 9 to
+// 29 outputs are packed floor(64 / OW) rows to a tile, vectors crossing row boundaries (rows of
+// 16 plane bytes up to OW = 14, of 32 above). Widths at the ends of both, a last tile of fewer
+// rows, a kernel 2 wide, no padding with two outputs per channel, int8 and uint8, weight zero
+// points on and off, saturation; the other levels run the same shapes on their own paths.
+TEST_CASE("Fast depthwise conv packs rows of 9 to 29 outputs into tiles",
+          "[device][kernels][fast][conv]") {
+  const auto U8 = DType::UInt8, I8 = DType::Int8;
+  const auto L = Layout::LoweredNCHW;
+  // clang-format off
+  const std::vector<ConvSpec> specs = {
+      {1, 24, 19, 19, 24, 3, 3, 24, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
+      {1, 24, 19, 19, 24, 3, 3, 24, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f, 0, true},
+      {1, 10, 17, 29, 10, 3, 3, 10, {1, 1, 1, 1}, {1, 1}, {1, 1}, I8, U8, I8, L, L, false, true, true, 1.0f},
+      {1, 9, 13, 15, 9, 3, 3, 9, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, false, true, 1.0f},
+      {1, 5, 12, 20, 5, 3, 2, 5, {1, 0, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f},
+      {1, 20, 10, 10, 20, 3, 3, 20, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 1.0f, 0, true},
+      {1, 7, 11, 9, 7, 3, 3, 7, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, U8, U8, L, L, true, true, true, 1.0f},
+      {1, 6, 9, 14, 12, 3, 3, 6, {0, 0, 0, 0}, {1, 1}, {1, 1}, I8, I8, I8, L, L, true, true, true, 1.0f},
+      {1, 33, 14, 14, 33, 3, 3, 33, {1, 1, 1, 1}, {1, 1}, {1, 1}, U8, I8, U8, L, L, true, true, true, 8.0f},
+  };
+  // clang-format on
+  std::uint32_t seed = 14000;
+  for (const auto& s : specs) run_conv_case(s, seed++);
+}
+
 // Intra-op parallelism splits a convolution into chunks (of channels, blocks of output channels
 // or B's rows) that must be independent: run them one at a time, last first, and the bytes stay
 // the same (a chunk writing past its end into the next one's part would be overwritten when the
