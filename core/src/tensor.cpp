@@ -79,16 +79,27 @@ std::size_t checked_byte_size(DType dtype, const Shape& shape) {
 }  // namespace
 
 Tensor::Tensor(DType dtype, Shape shape)
-    : dtype_(dtype), shape_(std::move(shape)), data_(checked_byte_size(dtype_, shape_)) {}
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      data_(checked_byte_size(dtype_, shape_), std::byte{0}) {}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_.resize(checked_byte_size(t.dtype_, t.shape_));  // default-initialized: left as they are
+  return t;
+}
 
 Tensor::Tensor(DType dtype, Shape shape, std::vector<std::byte> data)
-    : dtype_(dtype), shape_(std::move(shape)), data_(std::move(data)) {
+    : dtype_(dtype), shape_(std::move(shape)) {
   std::size_t expected = checked_byte_size(dtype_, shape_);
-  if (data_.size() != expected) {
+  if (data.size() != expected) {
     throw Error(ErrorCode::InvalidInput,
                 fmt::format("a {} tensor of shape {} needs {} bytes but {} bytes were given",
-                            dtype_name(dtype_), shape_to_string(shape_), expected, data_.size()));
+                            dtype_name(dtype_), shape_to_string(shape_), expected, data.size()));
   }
+  data_.assign(data.begin(), data.end());
 }
 
 }  // namespace furiosa

@@ -170,7 +170,9 @@ Tensor tensor_of(const In& in) {
     in.fail(fmt::format("{} {} needs {} bytes, the file holds {}", dtype_name(dtype), shape_to_string(shape),
                         expected, data.size()));
   }
-  return Tensor(dtype, std::move(shape), bytes_from(data));
+  Tensor t = Tensor::uninitialized(dtype, std::move(shape));  // `expected` bytes, all copied
+  if (!data.empty()) std::memcpy(t.bytes().data(), data.data(), data.size());
+  return t;
 }
 
 /// Reads a TensorRef (its bounds are checked by isa::verify, program_of).

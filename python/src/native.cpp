@@ -74,9 +74,15 @@ Tensor to_tensor(const py::handle& obj, const TensorDesc& desc) {
   Shape shape(array.shape(), array.shape() + array.ndim());
   // A C-contiguous view when the array already is one (no copy), else a contiguous copy.
   auto dense = py::array::ensure(array, py::array::c_style);
-  std::vector<std::byte> bytes(static_cast<std::size_t>(dense.nbytes()));
-  if (!bytes.empty()) std::memcpy(bytes.data(), dense.data(), bytes.size());
-  return Tensor(*dtype, std::move(shape), std::move(bytes));
+  Tensor t = Tensor::uninitialized(*dtype, std::move(shape));  // every byte copied below
+  if (static_cast<std::size_t>(dense.nbytes()) != t.size_bytes()) {
+    throw Error(ErrorCode::InvalidInput,
+                "input '" + desc.name + "': the array holds " + std::to_string(dense.nbytes()) +
+                    " bytes, its shape and dtype need " + std::to_string(t.size_bytes()),
+                ErrorSubject::of_tensor(desc.name));
+  }
+  if (t.size_bytes() > 0) std::memcpy(t.bytes().data(), dense.data(), t.size_bytes());
+  return t;
 }
 
 /// The model inputs given as one array (single-input models), a list/tuple in model order, or a

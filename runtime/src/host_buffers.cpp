@@ -12,7 +12,7 @@ std::span<std::byte> HostBuffers::writable(const program::CompiledModel& model, 
     // A moved-from Tensor (an output given to the caller) has lost its storage: make a new one.
     if (!tensors[i] || tensors[i]->dtype() != desc.dtype || tensors[i]->shape() != desc.shape ||
         tensors[i]->bytes().size() != desc.size_bytes()) {
-      tensors[i].emplace(desc.dtype, desc.shape);
+      tensors[i] = Tensor::uninitialized(desc.dtype, desc.shape);  // the writer sets every byte
     }
     ref[i] = &*tensors[i];
     return tensors[i]->bytes();

@@ -117,9 +117,9 @@ Tensor read_npy_bytes(std::string_view data, const std::string& source, const Lo
     bad(source, fmt::format("data is {} bytes, shape {} {} needs {}", data.size() - body, dtype_name(dtype),
                             shape_to_string(shape), need));
   }
-  std::vector<std::byte> bytes(need);
-  if (need > 0) std::memcpy(bytes.data(), data.data() + body, need);
-  return Tensor(dtype, shape, std::move(bytes));
+  Tensor t = Tensor::uninitialized(dtype, shape);  // `need` bytes, every one copied below
+  if (need > 0) std::memcpy(t.bytes().data(), data.data() + body, need);
+  return t;
 }
 
 Tensor read_npy(const std::filesystem::path& path, const LoadLimits& limits) {

@@ -266,12 +266,12 @@ struct Ctx {
     return y;
   }
 
-  /// Output i of `o` for an operator that writes every element: as output(), but reused storage
-  /// keeps its old bytes instead of being zero-filled first (a detector's float head reuses
-  /// megabytes per query; the fill was about 4% of a YOLOv8n inference). New storage is still
-  /// zeroed by Tensor(dtype, shape).
+  /// Output i of `o` for an operator that writes every element: as output(), but neither
+  /// reused nor new storage is zero-filled first (a detector's float head reuses megabytes per
+  /// query, the fill was about 4% of a YOLOv8n inference; its model outputs are new each query,
+  /// 7.6 MB: Tensor::uninitialized).
   Tensor output_for_overwrite(const OutInfos& o, std::size_t i) const {
-    return reusable(o, i) ? std::move((*reuse)[i]) : Tensor(o[i].first, o[i].second);
+    return reusable(o, i) ? std::move((*reuse)[i]) : Tensor::uninitialized(o[i].first, o[i].second);
   }
 
   /// Whether (*reuse)[i] can hold output i of `o` (same dtype and shape, storage present).

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace furiosa {
@@ -28,6 +29,32 @@ std::string shape_to_string(const Shape& shape);
 /// Row-major (C order) strides in elements, e.g. {784, 784, 28, 1} for {1, 1, 28, 28}.
 std::vector<std::int64_t> contiguous_strides(const Shape& shape);
 
+namespace detail {
+/// std::allocator whose construct() without arguments default-initializes (leaves a byte as it
+/// is) instead of value-initializing (zeroing): a vector of it can be sized without a fill, for
+/// Tensor::uninitialized. (Boost's noinit_adaptor does the same; core is also built in trees
+/// without Boost, such as the cross-compiled kernel tests.)
+template <class T>
+struct NoInitAllocator : std::allocator<T> {
+  using value_type = T;
+  NoInitAllocator() noexcept = default;
+  template <class U>
+  NoInitAllocator(const NoInitAllocator<U>& /*other*/) noexcept {}  // NOLINT: rebinding converts
+  template <class U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+}  // namespace detail
+
 /// A dense row-major host tensor that owns its bytes. Thread-compatible (no internal locking).
 /// The byte buffer comes from operator new, so it is aligned for every DType.
 class Tensor {
@@ -35,9 +62,13 @@ class Tensor {
   Tensor() = default;
   /// Zero-filled tensor of the given type and shape.
   Tensor(DType dtype, Shape shape);
-  /// Takes ownership of `data`; throws Error(InvalidInput) if its size is not
+  /// A copy of `data`; throws Error(InvalidInput) if its size is not
   /// element_count(shape) * dtype_size(dtype).
   Tensor(DType dtype, Shape shape, std::vector<std::byte> data);
+  /// A tensor whose bytes are unspecified (not zeroed: no pass over fresh memory), for a writer
+  /// that sets every byte before anything reads them: a host step or operator writing its whole
+  /// output, a copy from a file or an array. Same errors as Tensor(dtype, shape).
+  static Tensor uninitialized(DType dtype, Shape shape);
 
   DType dtype() const noexcept { return dtype_; }
   const Shape& shape() const noexcept { return shape_; }
@@ -59,7 +90,7 @@ class Tensor {
  private:
   DType dtype_ = DType::Float32;
   Shape shape_;
-  std::vector<std::byte> data_;
+  std::vector<std::byte, detail::NoInitAllocator<std::byte>> data_;
 };
 
 }  // namespace furiosa
