@@ -52,7 +52,7 @@ command -v node >/dev/null && command -v npm >/dev/null ||
 
 work="$build/ort-compare"
 mkdir -p "$work"
-cp "$here/package.json" "$here/ort_bench.js" "$here/ort_layers.js" "$work/"
+cp "$here/package.json" "$here/ort_bench.js" "$here/ort_layers.js" "$here/ort_feeds.js" "$work/"
 if [ ! -d "$work/node_modules/onnxruntime-node" ]; then
   (cd "$work" && npm install --ignore-scripts --no-audit --no-fund --silent) ||
     { echo "error: npm install onnxruntime-node failed" >&2; exit 1; }

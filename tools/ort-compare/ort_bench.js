@@ -6,6 +6,7 @@
 // Usage: node ort_bench.js MODEL.onnx [RUNS] [THREADS]
 'use strict';
 const ort = require('onnxruntime-node');
+const {randomFeeds} = require('./ort_feeds');
 
 async function main() {
   const model = process.argv[2];
@@ -21,14 +22,7 @@ async function main() {
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
   });
-  const feeds = {};
-  for (const meta of session.inputMetadata) {
-    if (meta.type !== 'float32') throw new Error(`input ${meta.name}: ${meta.type} is not float32`);
-    const dims = meta.shape.map((d) => (typeof d === 'number' ? d : 1));  // symbolic dims: 1
-    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
-    for (let i = 0; i < data.length; ++i) data[i] = Math.random();
-    feeds[meta.name] = new ort.Tensor('float32', data, dims);
-  }
+  const feeds = randomFeeds(session);
   for (let i = 0; i < 20; ++i) await session.run(feeds);  // warm-up
   const ms = [];
   for (let i = 0; i < runs; ++i) {

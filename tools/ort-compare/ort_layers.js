@@ -7,7 +7,7 @@
 // records them after its graph optimizations (a QLinearConv's activations are NHWC there, and
 // its prepacked weights are not counted). For side-by-side reading with
 // `sim-bench --per-kernel`, whose lines give the simulator's time per NPU kernel
-// (docs/simulator-speed.md). Inputs are uniform random floats, as in ort_bench.js. Profiling
+// (docs/simulator-speed.md). Inputs: ort_feeds.js (uniform random floats). Profiling
 // adds a few percent to ONNX Runtime's own run time (compare run_median_us with ort_bench.js's
 // median).
 //
@@ -18,6 +18,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const ort = require('onnxruntime-node');
+const {randomFeeds} = require('./ort_feeds');
 
 function median(values) {
   const v = [...values].sort((a, b) => a - b);
@@ -43,15 +44,7 @@ async function main() {
       enableProfiling: true,
       profileFilePrefix: path.join(dir, 'profile'),
     });
-    const feeds = {};
-    for (const meta of session.inputMetadata) {
-      if (meta.type !== 'float32')
-        throw new Error(`input ${meta.name}: ${meta.type} is not float32`);
-      const dims = meta.shape.map((d) => (typeof d === 'number' ? d : 1));
-      const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
-      for (let i = 0; i < data.length; ++i) data[i] = Math.random();
-      feeds[meta.name] = new ort.Tensor('float32', data, dims);
-    }
+    const feeds = randomFeeds(session);
     const warmup = 10;
     for (let i = 0; i < warmup + runs; ++i) await session.run(feeds);
     session.endProfiling();
