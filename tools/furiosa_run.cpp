@@ -312,6 +312,8 @@ int run_benchmark(const Args& a, const std::shared_ptr<profiler::Profiler>& prof
   fmt::print("model: {}\n", a.model);
   const Backend backend = make_backend(a);
   use_backend(backend, o.session);
+  // A card keeps its own time; the simulator keeps the modelled time only with pacing on.
+  o.device_paced = !backend.sim || a.sim_pacing == "on";
   tools::run_bench(o, [&a](const runtime::Model& model) { return bench_inputs(a, model); });
   finish_trace(prof, a);
   return 0;

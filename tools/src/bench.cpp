@@ -111,12 +111,22 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
     host_ops += fmt::format("{}{} {:.0f}%", host_ops.empty() ? "" : ", ", name, 100.0 * share);
   }
   const auto share = [&](const char* k) { return b.shares.contains(k) ? 100.0 * b.shares.at(k) : 0.0; };
-  fmt::print("bottleneck: {} (of a query's mean latency: device {:.0f}%, host {:.0f}%{},{} queue {:.0f}%; bounds: device "
-             "{:.1f}, host {:.1f}, workers {:.1f} samples/s)\n",
-             b.kind, share("device"), share("host"), host_ops.empty() ? "" : " [" + host_ops + "]",
-             b.shares.contains("simulator") ? fmt::format(" simulator lateness {:.0f}%,", share("simulator")) : "",
-             share("queue"),
-             b.device_bound_samples_per_s, b.host_bound_samples_per_s, b.worker_bound_samples_per_s);
+  const std::string device_share =
+      b.shares.contains("device") ? fmt::format("device {:.0f}%, ", share("device")) : "";
+  const std::string device_bound =
+      b.device_bound_samples_per_s > 0
+          ? fmt::format("{:.1f}", b.device_bound_samples_per_s)
+          : std::string("none (pacing off: the device did not keep the modelled time)");
+  fmt::print(
+      "bottleneck: {} (of a query's mean latency: {}host {:.0f}%{},{} queue {:.0f}%; bounds: "
+      "device {}, host {:.1f}, "
+      "workers {:.1f} samples/s; measured {:.1f})\n",
+      b.kind, device_share, share("host"), host_ops.empty() ? "" : " [" + host_ops + "]",
+      b.shares.contains("simulator")
+          ? fmt::format(" simulator lateness {:.0f}%,", share("simulator"))
+          : "",
+      share("queue"), device_bound, b.host_bound_samples_per_s, b.worker_bound_samples_per_s,
+      b.measured_samples_per_s);
 }
 
 // The modelled section: only what the timing model gives (the same on every run), and the
@@ -158,7 +168,8 @@ nlohmann::json bottleneck_json(const ModelledFigures& m) {
           {"device_bound_samples_per_s", m.bottleneck.device_bound_samples_per_s},
           {"host_bound_samples_per_s", m.bottleneck.host_bound_samples_per_s},
           {"worker_bound_samples_per_s", m.bottleneck.worker_bound_samples_per_s},
-          {"predicted_samples_per_s", m.bottleneck.predicted_samples_per_s}};
+          {"predicted_samples_per_s", m.bottleneck.predicted_samples_per_s},
+          {"measured_samples_per_s", m.bottleneck.measured_samples_per_s}};
 }
 
 }  // namespace
@@ -251,9 +262,8 @@ std::vector<std::int64_t> closed_loop_latencies(int devices, int in_flight, std:
 }
 
 ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, int devices,
-                              int workers, std::int64_t batch, double measured_mean_us,
-                              unsigned host_cores, double query_overhead_us,
-                              bool latency_includes_queueing) {
+                              int workers, std::int64_t batch, const RunFacts& run) {
+  const double measured_mean_us = run.measured_mean_us;
   ModelledFigures m;
   m.devices = std::max(devices, 1);
   m.workers = std::max(workers, 1);
@@ -307,7 +317,7 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
     stages.exec_ns += static_cast<std::int64_t>(std::llround(p.execution_us * 1e3));
     stages.store_ns += static_cast<std::int64_t>(std::llround(p.store_us * 1e3));
   }
-  m.query_overhead_us = std::max(0.0, query_overhead_us);
+  m.query_overhead_us = std::max(0.0, run.query_overhead_us);
   const auto overhead_ns = static_cast<std::int64_t>(std::llround(m.query_overhead_us * 1e3));
   const std::size_t skip = 2 * static_cast<std::size_t>(m.workers);  // the start-up of the schedule
   const auto percentiles = [&](std::int64_t host_ns, double& p50, double& p90, double& p99) {
@@ -336,6 +346,7 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
       device_s > 0 ? std::min(devices_rate, static_cast<double>(m.workers) * b / loop_s) : 0;
 
   // Host operators per query, measured (the queries after the first).
+  double enqueue_us = 0;  // submissions to the device (Enqueue spans), us per query
   std::set<std::pair<std::uint64_t, std::uint64_t>> counted;
   for (std::size_t i = inferences.size() > 1 ? 1 : 0; i < inferences.size(); ++i) counted.insert(key_of(inferences[i]->trace_id));
   if (!counted.empty()) {
@@ -347,44 +358,66 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
       m.host_us += us;
     }
     for (const auto& s : spans) {
-      if (s.name == "SimOverrun" && counted.contains(key_of(s.trace_id))) m.simulator_us += static_cast<double>(s.dur_ns()) * 1e-3;
+      if (!counted.contains(key_of(s.trace_id))) continue;
+      if (s.name == "SimOverrun") m.simulator_us += static_cast<double>(s.dur_ns()) * 1e-3;
+      if (s.name == "Enqueue") enqueue_us += static_cast<double>(s.dur_ns()) * 1e-3;
     }
     m.simulator_us /= static_cast<double>(counted.size());
+    enqueue_us /= static_cast<double>(counted.size());
   }
 
-  // Bottleneck: the smallest of three throughput bounds; the device and then the host are named
-  // when their bound is within 10% of it, else too few queries are in flight.
+  // Bottleneck (docs/timing.md): three throughput bounds, each one the run cannot exceed.
   Bottleneck& bn = m.bottleneck;
   const double host_s = m.host_us * 1e-6;
-  const double cores = static_cast<double>(std::min<unsigned>(static_cast<unsigned>(m.workers), std::max(host_cores, 1u)));
-  bn.device_bound_samples_per_s = devices_rate;
+  // Device time the run spent: the modelled time when the device followed its clock, else none
+  // (the simulator with pacing off signals executions when the host is done with them).
+  const double spent_device_s = run.device_paced ? device_s : 0;
+  const double cores = static_cast<double>(
+      std::min<unsigned>(static_cast<unsigned>(m.workers), std::max(run.host_cores, 1u)));
+  bn.device_bound_samples_per_s = run.device_paced ? devices_rate : 0;
   bn.host_bound_samples_per_s = host_s > 0 ? cores * b / host_s : 0;
-  // A worker carries one query at a time: its measured latency (device, host operators and the
-  // runtime's own time) or, when unknown, device + host time. An async run's latency also holds
-  // the wait behind all queries queued before it, which no worker spends carrying the query: it
-  // would put the worker bound below the rate the run measured (issue 34), so the modelled
-  // per-query time stands in.
-  const double query_s = latency_includes_queueing
-                             ? device_s + host_s + m.query_overhead_us * 1e-6
-                             : std::max(measured_mean_us * 1e-6, device_s + host_s);
+  // A worker carries one query at a time. Sync: from submission to result, its measured latency.
+  // Async: only the host stages (host operators, Enqueue); the latency also holds the wait behind
+  // every query queued before it, which no worker spends (before issue 34 that latency, or the
+  // modelled per-query term, put this bound below the rate the same run measured).
+  const double query_s = run.async ? host_s + enqueue_us * 1e-6
+                                   : std::max(measured_mean_us * 1e-6, spent_device_s + host_s);
   bn.worker_bound_samples_per_s = query_s > 0 ? static_cast<double>(m.workers) * b / query_s : 0;
   double predicted = bn.worker_bound_samples_per_s;
-  if (bn.device_bound_samples_per_s > 0) predicted = std::min(predicted, bn.device_bound_samples_per_s);
-  if (bn.host_bound_samples_per_s > 0) predicted = std::min(predicted, bn.host_bound_samples_per_s);
+  if (bn.device_bound_samples_per_s > 0)
+    predicted = predicted > 0 ? std::min(predicted, bn.device_bound_samples_per_s)
+                              : bn.device_bound_samples_per_s;
+  if (bn.host_bound_samples_per_s > 0)
+    predicted = predicted > 0 ? std::min(predicted, bn.host_bound_samples_per_s)
+                              : bn.host_bound_samples_per_s;
   bn.predicted_samples_per_s = predicted;
+  bn.measured_samples_per_s = std::max(0.0, run.measured_samples_per_s);
+  // The kind. With the measured rate R: the device when the run reached 90% of its bound; else
+  // the host operators when they take at least half of the time the workers have (R reached
+  // half of the host bound); else the workers (too few queries in flight, or the runtime's own
+  // path per query). Without R: the bound within 10% of the smallest, device first, then host.
   constexpr double kNear = 1.10;
-  if (bn.device_bound_samples_per_s > 0 && bn.device_bound_samples_per_s <= kNear * predicted) {
+  const double r = bn.measured_samples_per_s;
+  const auto reached = [&](double bound, double fraction) {
+    return bound > 0 && r >= fraction * bound;
+  };
+  if (r > 0 ? reached(bn.device_bound_samples_per_s, 1 / kNear)
+            : bn.device_bound_samples_per_s > 0 &&
+                  bn.device_bound_samples_per_s <= kNear * predicted) {
     bn.kind = "device-bound";
-  } else if (bn.host_bound_samples_per_s > 0 && bn.host_bound_samples_per_s <= kNear * predicted) {
+  } else if (r > 0 ? reached(bn.host_bound_samples_per_s, 0.5)
+                   : bn.host_bound_samples_per_s > 0 &&
+                         bn.host_bound_samples_per_s <= kNear * predicted) {
     bn.kind = "host-bound";
   } else {
     bn.kind = "worker-bound";
   }
-  const double total_us = std::max(measured_mean_us, m.device_us + m.host_us);
+  const double spent_device_us = spent_device_s * 1e6;
+  const double total_us = std::max(measured_mean_us, spent_device_us + m.host_us);
   if (total_us > 0) {
-    bn.shares["device"] = m.device_us / total_us;
+    if (run.device_paced) bn.shares["device"] = spent_device_us / total_us;
     bn.shares["host"] = m.host_us / total_us;
-    const double rest = std::max(0.0, 1.0 - bn.shares["device"] - bn.shares["host"]);
+    const double rest = std::max(0.0, 1.0 - spent_device_us / total_us - bn.shares["host"]);
     const double simulator = std::min(m.simulator_us / total_us, rest);
     if (simulator > 0) bn.shares["simulator"] = simulator;
     bn.shares["queue"] = rest - simulator;
@@ -501,10 +534,15 @@ BenchResult run_bench(const BenchOptions& options, const InputMaker& make_inputs
     r.p99_us = lat.percentile_us(990);
     r.p999_us = lat.percentile_us(999);
   }
+  RunFacts facts;
+  facts.measured_mean_us = r.mean_us;
+  facts.measured_samples_per_s =
+      r.qps * static_cast<double>(std::max<std::int64_t>(o.session.batch_size, 1));
+  facts.host_cores = std::thread::hardware_concurrency();
+  facts.async = o.mode == "async";
+  facts.device_paced = o.device_paced;
   r.modelled = model_figures(o.session.profiler->records(), count_devices(r.devices),
-                             o.session.worker_num, o.session.batch_size, r.mean_us,
-                             std::thread::hardware_concurrency(), kQueryOverheadUs,
-                             /*latency_includes_queueing=*/o.mode == "async");
+                             o.session.worker_num, o.session.batch_size, facts);
   if (o.print) print_result(o, r);
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model.string()}, {"mode", o.mode}, {"devices", r.devices},
@@ -530,6 +568,7 @@ BenchResult run_timing_bench(const std::filesystem::path& model, const std::stri
   config.pacing = pacing;
   auto driver = device::create_sim_driver(config);
   BenchOptions o;
+  o.device_paced = pacing;
   o.model = model;
   o.session.device = devices;
   o.session.worker_num = workers;

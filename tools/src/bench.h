@@ -29,6 +29,9 @@ struct BenchOptions {
   std::filesystem::path json;    ///< write the figures as JSON here when set
   bool progress = true;          ///< a progress line on stderr for runs longer than a second
   bool print = true;             ///< print the figures to stdout
+  /// The device follows its modelled clock (a card; the simulator with pacing on, its default).
+  /// With false (pacing off) the modelled device time is not a bound of the measured run.
+  bool device_paced = true;
   runtime::SessionOptions session;
 };
 
@@ -47,24 +50,31 @@ struct ProgramFigures {
   double total_us() const noexcept { return load_us + execution_us + store_us; }
 };
 
-/// What limits a run (see model_figures): the device, host operators, or too few requests in
-/// flight for the devices (queue/worker-bound).
+/// What limits a run (see model_figures): the device, host operators, or the workers (too few
+/// requests in flight, or the runtime's own path per request). Every bound is an upper bound on
+/// the rate the run can reach, built so that the run it describes never exceeds it (issue 34).
 struct Bottleneck {
   std::string kind;  ///< "device-bound", "host-bound" or "worker-bound"; empty when unknown
-  /// Share of a query's measured mean latency, in [0, 1]: "device" (modelled device time),
-  /// "host" (host operators, measured), "simulator" (functional mode only, when present: the
-  /// simulator computing the kernels after the modelled device time, SimOverrun; a real card
-  /// has no such share), "queue" (the rest: waiting for a worker or a device, submission,
-  /// wake-ups). Sums to 1 (queue clamped at 0).
+  /// Share of a query's measured mean latency, in [0, 1]: "device" (modelled device time; absent
+  /// when the device did not follow its modelled clock), "host" (host operators, measured),
+  /// "simulator" (functional mode only, when present: the simulator computing the kernels after
+  /// the modelled device time, SimOverrun; a real card has no such share), "queue" (the rest:
+  /// waiting for a worker or a device, submission, wake-ups). Sums to 1 (queue clamped at 0).
   std::map<std::string, double> shares;
   /// Host operators by share of the query's mean latency, largest first (name, share).
   std::vector<std::pair<std::string, double>> host_operators;
-  double device_bound_samples_per_s = 0;  ///< devices / device time x batch
+  /// devices / the busiest engine's time per query x batch; 0 when the device did not follow
+  /// its modelled clock (the simulator with pacing off), where it bounds nothing.
+  double device_bound_samples_per_s = 0;
   double host_bound_samples_per_s = 0;    ///< min(workers, host cores) / host time x batch (0: no host time)
-  /// workers / query latency x batch: the measured mean latency (device, host operators and the
-  /// runtime's own time), at least device + host time.
+  /// workers / the time a worker carries one query x batch. Sync: that time is the query's
+  /// measured mean latency (at least device + host time), so the bound is the rate the run
+  /// measured. Async: the workers run only the host stages (host operators and the submission to
+  /// the device, Enqueue), measured from their spans; the latency, which also holds the wait
+  /// behind every queued query, is not used.
   double worker_bound_samples_per_s = 0;
   double predicted_samples_per_s = 0;     ///< the smallest of the three bounds
+  double measured_samples_per_s = 0;      ///< the rate the run measured (0: not given)
 };
 
 /// The modelled section's per-query term, in microseconds: the time a query takes end to end on a
@@ -138,18 +148,27 @@ Tensor random_tensor(const runtime::TensorDesc& desc, std::mt19937_64& rng);
 /// random_tensor() for each of the model's inputs in order, from one generator seeded `seed`.
 std::vector<Tensor> random_inputs(const runtime::Model& model, std::uint64_t seed);
 
+/// What model_figures needs to know about the run its spans come from.
+struct RunFacts {
+  double measured_mean_us = 0;                  ///< mean query latency, us (0: unknown)
+  double measured_samples_per_s = 0;            ///< the rate the run measured (0: unknown)
+  unsigned host_cores = 1;                      ///< cores the host bound assumes
+  double query_overhead_us = kQueryOverheadUs;  ///< the modelled per-query term
+  /// An async run (a queue): each query's latency counts its wait behind every query submitted
+  /// before it, so it says nothing about how long a worker carries one query.
+  bool async = false;
+  /// The device followed its modelled clock (a card, or the simulator with pacing on), so the
+  /// modelled device time is time the run spent; false for the simulator with pacing off.
+  bool device_paced = true;
+};
+
 /// The modelled section from the spans of a run: per-program Load/Execution/Store of the first
 /// traced query with NPU executions, the closed-loop latency and device-bound throughput for
-/// `devices`, `workers` and `batch`, host operator time per query (mean over the traced
-/// queries), and the bottleneck, whose shares use `measured_mean_us` (mean query latency, 0:
-/// unknown) and whose host bound assumes `host_cores` cores. With `latency_includes_queueing`
-/// (an async run: each query's latency counts its wait behind every query submitted before it)
-/// the mean latency says nothing about how long a worker carries one query, so the worker bound
-/// uses device + host time + `query_overhead_us` instead. Pure function; thread-safe.
+/// `devices`, `workers` and `batch` with `run.query_overhead_us` per query, host operator time
+/// per query (mean over the traced queries), and the bottleneck of the run `run` describes
+/// (docs/timing.md, "The modelled section of a benchmark"). Pure function; thread-safe.
 ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, int devices,
-                              int workers, std::int64_t batch, double measured_mean_us,
-                              unsigned host_cores, double query_overhead_us = kQueryOverheadUs,
-                              bool latency_includes_queueing = false);
+                              int workers, std::int64_t batch, const RunFacts& run);
 
 /// A query's time on a device, ns, by engine (the sums over its programs): Load (host -> device
 /// DMA), the kernels, Store (device -> host DMA). The engines run concurrently, as on the card
