@@ -9,8 +9,12 @@
 //     compute      = aligned MACs / (macs_per_cycle_per_pe * P)
 //   vector kernels (MaxPool, Add, Reshape, Requantize, Concat, Transpose, Split,
 //   GlobalAveragePool): compute = 0; they are bound by SRAM traffic.
-//   sram     = (bytes of all inputs and outputs + conv/matmul weight bytes)
-//              / (sram_bytes_per_cycle_per_pe * P)
+//   sram     = bytes of all inputs and outputs / (sram_bytes_per_cycle_per_pe * P): activations
+//              stream through the MAC slices while they compute
+//   weights  = MAC kernels: weight bytes / (sram_bytes_per_cycle_per_pe * P): the weights move
+//              from SRAM into the slices' register files before the MACs apply them, and the
+//              MACs wait for them (assumption: the register files are not double-buffered;
+//              docs/timing.md, "Weight loads")
 //   dram     = weight bytes streamed from DRAM / the device's share of the card's DRAM
 //              bandwidth (P / pes_per_card of dram_bytes_per_ns, per cycle)
 //   spill    = activation bytes spilled to and read back from DRAM / the same share: not
@@ -20,7 +24,7 @@
 //              output bytes / fused_exchange_bytes_per_cycle
 //              (the PEs split the output channels; the next kernel reduces over all of them, so
 //              each PE needs the other's half; depthwise and vector kernels stay channel-local)
-//   cycles   = kernel_overhead_cycles + exchange + max(compute, sram, dram) + spill
+//   cycles   = kernel_overhead_cycles + exchange + weights + max(compute, sram, dram) + spill
 // SRAM residency (sram_plan.h): activations first, held by every PE of the device; weights kept
 // resident in program order in what the peak of live activations leaves (split between the PEs),
 // the weights of later kernels streamed from DRAM at every execution; activations that do not
@@ -107,9 +111,14 @@ KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count
     c.aligned_macs = aligned_macs(kernel, config.array_align);
     c.compute_cycles = cycles_for(static_cast<double>(c.aligned_macs), config.macs_per_cycle_per_pe * pes);
   }
-  c.io_bytes = io_bytes(kernel) + kernel_weight_bytes(kernel);
-  const double traffic = static_cast<double>(c.io_bytes);
-  c.sram_cycles = cycles_for(traffic, config.sram_bytes_per_cycle_per_pe * pes);
+  const std::uint64_t weight_bytes = kernel_weight_bytes(kernel);
+  c.io_bytes = io_bytes(kernel) + weight_bytes;
+  c.sram_cycles =
+      cycles_for(static_cast<double>(io_bytes(kernel)), config.sram_bytes_per_cycle_per_pe * pes);
+  if (is_mac_kernel(kernel.kind)) {
+    c.weight_load_cycles =
+        cycles_for(static_cast<double>(weight_bytes), config.sram_bytes_per_cycle_per_pe * pes);
+  }
   c.dram_bytes = streamed;
   c.spill_read_bytes = spill.read_bytes;
   c.spill_write_bytes = spill.write_bytes;
@@ -128,13 +137,15 @@ KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count
   // do not: an eviction must leave SRAM before the kernel's output can take its place, and a
   // value read back must be on chip before its reader uses it, because there was no room to
   // hold it there earlier (docs/timing.md, "Spills").
-  c.cycles = config.kernel_overhead_cycles + c.exchange_cycles +
+  // Weight loads do not overlap the MACs either: a slice applies the weights its register file
+  // holds, and a kernel's weights are loaded before its MACs use them.
+  c.cycles = config.kernel_overhead_cycles + c.exchange_cycles + c.weight_load_cycles +
              std::max({c.compute_cycles, c.sram_cycles, c.dram_cycles}) + c.spill_cycles;
   const std::uint64_t dram_total = c.dram_cycles + c.spill_cycles;
-  c.bound = c.compute_cycles >= c.sram_cycles && c.compute_cycles >= dram_total
-                ? KernelBound::Compute
-            : dram_total > c.sram_cycles ? KernelBound::Dram
-                                         : KernelBound::Sram;
+  const std::uint64_t sram_total = c.sram_cycles + c.weight_load_cycles;  // all SRAM traffic
+  c.bound = c.compute_cycles >= sram_total && c.compute_cycles >= dram_total ? KernelBound::Compute
+            : dram_total > sram_total                                        ? KernelBound::Dram
+                                                                             : KernelBound::Sram;
   return c;
 }
 

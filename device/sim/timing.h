@@ -20,9 +20,13 @@ const char* bound_name(KernelBound bound) noexcept;
 
 /// Modelled cost of one kernel on one device. Cycles at SimConfig::clock_ghz.
 struct KernelCost {
-  std::uint64_t cycles = 0;           ///< overhead + exchange + max(compute, sram, dram) + spill
+  std::uint64_t cycles =
+      0;  ///< overhead + exchange + weight load + max(compute, sram, dram) + spill
   std::uint64_t compute_cycles = 0;   ///< aligned MACs / MAC rate (0 for vector kernels)
-  std::uint64_t sram_cycles = 0;      ///< on-chip traffic / SRAM bandwidth
+  std::uint64_t sram_cycles = 0;      ///< activation traffic (inputs, outputs) / SRAM bandwidth
+  /// MAC kernels: weight bytes / SRAM bandwidth, moved into the slices' register files before
+  /// the MACs use them (not overlapped; docs/timing.md, "Weight loads")
+  std::uint64_t weight_load_cycles = 0;
   std::uint64_t dram_cycles = 0;      ///< weights streamed from DRAM / the device's DRAM share
   std::uint64_t spill_cycles = 0;  ///< activations spilled to and read back from DRAM / that share
   std::uint64_t exchange_cycles = 0;  ///< fused PE only: output exchange between the PEs

@@ -85,6 +85,35 @@ TEST_CASE("Timing model: doubling a compute-bound conv's MACs doubles its comput
         static_cast<std::uint64_t>(std::ceil(static_cast<double>(small.macs) / config.macs_per_cycle_per_pe)));
 }
 
+TEST_CASE("Timing model: a MAC kernel loads its weights before its MACs apply them",
+          "[device][sim][timing]") {
+  const SimConfig config = fast_config();
+  // 3x3, 256 -> 256: 589,824 bytes of weights; compute-bound on both planes (widths multiples
+  // of 32, so the MACs scale with the plane).
+  const auto small = cost_of(conv_program(256, 256, 16, 32, 3), config, 1);
+  const auto large = cost_of(conv_program(256, 256, 32, 64, 3), config, 1);
+  const auto load =
+      static_cast<std::uint64_t>(std::ceil(589824.0 / config.sram_bytes_per_cycle_per_pe));
+  for (const auto& c : {small, large}) {
+    CHECK(c.weight_load_cycles == load);
+    CHECK(c.compute_cycles > c.sram_cycles);
+    // Not hidden behind the compute, unlike the activations' SRAM traffic.
+    CHECK(c.cycles == config.kernel_overhead_cycles + c.weight_load_cycles + c.compute_cycles);
+    CHECK(c.bound == sim::KernelBound::Compute);
+  }
+  // Four times the plane: four times the MACs, the same weights loaded once.
+  CHECK(large.compute_cycles == 4 * small.compute_cycles);
+  CHECK(large.cycles - config.kernel_overhead_cycles - load ==
+        4 * (small.cycles - config.kernel_overhead_cycles - load));
+  // A fused PE loads each half of the weights into its own slices.
+  const auto fused = cost_of(conv_program(256, 256, 16, 32, 3), config, 2);
+  CHECK(fused.weight_load_cycles == load / 2);
+  // Vector kernels have no weights to load; a depthwise conv loads its few.
+  const auto dw = cost_of(conv_program(64, 64, 32, 32, 3, 64), config, 1);
+  CHECK(dw.weight_load_cycles ==
+        static_cast<std::uint64_t>(std::ceil(64.0 * 9 / config.sram_bytes_per_cycle_per_pe)));
+}
+
 TEST_CASE("Timing model: channels and width below multiples of 32 lose array utilisation",
           "[device][sim][timing]") {
   const SimConfig config = fast_config();
