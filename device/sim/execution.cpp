@@ -107,6 +107,7 @@ ExecutionTiming place_on_timeline(const SimConfig& config, const DeviceFile& fil
     kt.dram_bytes = cost.kernels[k].dram_bytes + kt.spill_bytes;
     kt.macs = cost.kernels[k].macs;  // made at load: isa::kernel_macs of the MAC kernels, 0 otherwise
     kt.bytes = cost.kernels[k].io_bytes;
+    kt.weight_load_cycles = cost.kernels[k].weight_load_cycles;
     kt.start_ns = clock;
     clock += cycles_to_ns(config, kt.cycles);
     kt.end_ns = clock;

@@ -45,7 +45,8 @@ void for_each_span(const DeviceExecution& e, const SpanContext& parent, std::uin
                       {"dram_bytes", std::to_string(k.dram_bytes)},
                       {"spill_bytes", std::to_string(k.spill_bytes)},
                       {"macs", std::to_string(k.macs)},
-                      {"bytes", std::to_string(k.bytes)}};
+                      {"bytes", std::to_string(k.bytes)},
+                      {"weight_load_cycles", std::to_string(k.weight_load_cycles)}};
     }
     if (!k.in_shapes.empty()) r.attributes.emplace_back("in_shapes", std::string(k.in_shapes));
     if (!k.out_shapes.empty()) r.attributes.emplace_back("out_shapes", std::string(k.out_shapes));

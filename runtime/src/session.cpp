@@ -65,11 +65,11 @@ profiler::DeviceExecution device_execution_of(const device::ExecutionTiming& t,
   e.cycles = static_cast<std::int64_t>(t.kernel_cycles);
   e.kernels.reserve(t.kernels.size());
   for (const auto& k : t.kernels) {
-    e.kernels.push_back({isa::kernel_name(k.kind), k.start_ns, k.end_ns, k.operator_index,
-                         k.instruction_index, static_cast<std::int64_t>(k.cycles), k.bound,
-                         static_cast<std::int64_t>(k.dram_bytes),
-                         static_cast<std::int64_t>(k.spill_bytes),
-                         static_cast<std::int64_t>(k.macs), static_cast<std::int64_t>(k.bytes)});
+    e.kernels.push_back(
+        {isa::kernel_name(k.kind), k.start_ns, k.end_ns, k.operator_index, k.instruction_index,
+         static_cast<std::int64_t>(k.cycles), k.bound, static_cast<std::int64_t>(k.dram_bytes),
+         static_cast<std::int64_t>(k.spill_bytes), static_cast<std::int64_t>(k.macs),
+         static_cast<std::int64_t>(k.bytes), static_cast<std::int64_t>(k.weight_load_cycles)});
     const auto i = static_cast<std::size_t>(k.instruction_index);
     if (shapes != nullptr && k.instruction_index >= 0 && i < shapes->size()) {
       e.kernels.back().in_shapes = (*shapes)[i].inputs;

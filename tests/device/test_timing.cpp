@@ -414,4 +414,10 @@ TEST_CASE("Timing model: kernel timings carry the bound and DRAM bytes", "[devic
   CHECK(t.kernels.at(2).bound == "dram");
   CHECK(t.kernels.at(2).spill_bytes == 4ull << 20);
   CHECK(t.kernels.at(2).dram_bytes == 4ull << 20);
+  // The convolutions' weight loads, as the cost model has them; the Add loads none.
+  const auto cost = sim::model_program(config, *p, 1);
+  for (std::size_t k = 0; k < 3; ++k)
+    CHECK(t.kernels.at(k).weight_load_cycles == cost.kernels.at(k).weight_load_cycles);
+  CHECK(t.kernels.at(0).weight_load_cycles > 0);
+  CHECK(t.kernels.at(2).weight_load_cycles == 0);
 }

@@ -95,6 +95,7 @@ TEST_CASE("device execution spans: a modelled kernel's bound and DRAM bytes beco
   e.kernels[1].bound = "dram";
   e.kernels[1].dram_bytes = 6144000;
   e.kernels[1].spill_bytes = 4096000;
+  e.kernels[1].weight_load_cycles = 1152;
   std::uint64_t next = 1;
   const auto spans =
       device_execution_spans(e, SpanContext{TraceId{7, 8}, 55}, 0, [&] { return next++; });
@@ -105,5 +106,6 @@ TEST_CASE("device execution spans: a modelled kernel's bound and DRAM bytes beco
                                           {"dram_bytes", "6144000"},
                                           {"spill_bytes", "4096000"},
                                           {"macs", "0"},
-                                          {"bytes", "0"}});
+                                          {"bytes", "0"},
+                                          {"weight_load_cycles", "1152"}});
 }

@@ -410,8 +410,8 @@ TEST_CASE("furiosa-run --verbose prints each device kernel's modelled bound and 
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream row(line);
-    std::string index, kernel, op, cycles, bound, dram, spill;
-    row >> index >> kernel >> op >> cycles >> bound >> dram >> spill;
+    std::string index, kernel, op, cycles, weight_load, bound, dram, spill;
+    row >> index >> kernel >> op >> cycles >> weight_load >> bound >> dram >> spill;
     add_from_dram = add_from_dram || (kernel == "LowLevelAdd" && bound == "dram" &&
                                       dram == "6.14" && spill == "6.14");
   }

@@ -55,28 +55,29 @@ std::string format_device_kernels(const std::vector<profiler::SpanRecord>& spans
     for (const auto* k : it->second) signature.push_back(k->operator_index);
     if (!seen_programs.insert(signature).second) continue;
     std::map<std::string, int> per_bound;
-    std::int64_t cycles = 0, dram = 0, spill = 0;
+    std::int64_t cycles = 0, dram = 0, spill = 0, weight_load = 0;
     std::string rows;
     for (const auto* k : it->second) {
       const std::string bound = attribute(*k, "bound");
       const std::int64_t d = attribute_int(*k, "dram_bytes"), sp = attribute_int(*k, "spill_bytes");
+      const std::int64_t w = attribute_int(*k, "weight_load_cycles");
       ++per_bound[bound.empty() ? "?" : bound];
       cycles += std::max<std::int64_t>(k->cycles, 0);
       dram += d;
       spill += sp;
-      rows += fmt::format("  {:>4} {:<28} {:>8} {:>10} {:<8} {:>9.2f} {:>9.2f}\n",
-                          k->instruction_index, k->name, k->operator_index, k->cycles,
+      weight_load += w;
+      rows += fmt::format("  {:>4} {:<28} {:>8} {:>10} {:>11} {:<8} {:>9.2f} {:>9.2f}\n",
+                          k->instruction_index, k->name, k->operator_index, k->cycles, w,
                           bound.empty() ? "-" : bound, mb(d), mb(sp));
     }
     out += fmt::format(
-        "device kernels of program {} (timing model, one execution): {} kernels, {} cycles; bound: "
-        "compute {}, "
-        "sram {}, dram {}; DRAM traffic {:.2f} MB per execution, of which {:.2f} MB spilled "
-        "activations\n",
-        program++, it->second.size(), cycles, per_bound["compute"], per_bound["sram"],
+        "device kernels of program {} (timing model, one execution): {} kernels, {} cycles ({} of "
+        "them weight loads); bound: compute {}, sram {}, dram {}; DRAM traffic {:.2f} MB per "
+        "execution, of which {:.2f} MB spilled activations\n",
+        program++, it->second.size(), cycles, weight_load, per_bound["compute"], per_bound["sram"],
         per_bound["dram"], mb(dram), mb(spill));
-    out += fmt::format("  {:>4} {:<28} {:>8} {:>10} {:<8} {:>9} {:>9}\n", "idx", "kernel",
-                       "operator", "cycles", "bound", "dram MB", "spill MB");
+    out += fmt::format("  {:>4} {:<28} {:>8} {:>10} {:>11} {:<8} {:>9} {:>9}\n", "idx", "kernel",
+                       "operator", "cycles", "weight load", "bound", "dram MB", "spill MB");
     out += rows;
   }
   if (out.empty()) {

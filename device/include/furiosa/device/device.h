@@ -59,6 +59,9 @@ struct KernelTiming {
   std::uint64_t spill_bytes = 0;
   std::uint64_t macs = 0;   ///< useful multiply-accumulates (isa::kernel_macs; 0: data movement)
   std::uint64_t bytes = 0;  ///< bytes of its inputs, outputs and weights (device layouts)
+  /// Of `cycles`, the weights moving into the MAC slices before the MACs apply them (MAC
+  /// kernels; not overlapped with the compute: docs/timing.md, "Weight loads"); 0 otherwise.
+  std::uint64_t weight_load_cycles = 0;
 };
 
 /// A backend-specific interval of one execution (e.g. the simulator's "SimOverrun": the host

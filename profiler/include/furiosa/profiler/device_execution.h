@@ -41,6 +41,9 @@ struct DeviceKernel {
   std::int64_t spill_bytes = 0;  ///< of which activations spilled to / read back from DRAM
   std::int64_t macs = 0;         ///< useful multiply-accumulates (0: data movement)
   std::int64_t bytes = 0;        ///< bytes of its inputs, outputs and weights
+  /// Of `cycles`, loading the weights into the MAC slices (a modelled kernel's attribute
+  /// "weight_load_cycles").
+  std::int64_t weight_load_cycles = 0;
   /// Shapes of its inputs and outputs, e.g. "[1,32,112,112]" (several joined by ","); empty when
   /// unknown. Borrowed like `name`. When set, the span carries them as the attributes
   /// "in_shapes" and "out_shapes".
@@ -78,7 +81,7 @@ struct DeviceExecution {
 /// parent `parent.span_id`, the kernels the Execution span's id. The Execution span carries
 /// `flow_id` (0: no flow) and `cycles`; each kernel its operator_index, instruction_index and
 /// cycles, and when the backend models it, the attributes "bound", "dram_bytes", "spill_bytes",
-/// "macs" and "bytes"; "in_shapes" and "out_shapes" when known.
+/// "macs", "bytes" and "weight_load_cycles"; "in_shapes" and "out_shapes" when known.
 /// Span ids come from `next_id`, called once per span in the order above (so a test can predict
 /// them). Pure: thread-safe.
 std::vector<SpanRecord> device_execution_spans(const DeviceExecution& execution, const SpanContext& parent,
