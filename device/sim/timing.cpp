@@ -111,10 +111,11 @@ KernelCost cost(const SimConfig& config, const isa::Kernel& kernel, int pe_count
     c.aligned_macs = aligned_macs(kernel, config.array_align);
     c.compute_cycles = cycles_for(static_cast<double>(c.aligned_macs), config.macs_per_cycle_per_pe * pes);
   }
-  const std::uint64_t weight_bytes = kernel_weight_bytes(kernel);
-  c.io_bytes = io_bytes(kernel) + weight_bytes;
+  const std::uint64_t activation_bytes = io_bytes(kernel),
+                      weight_bytes = kernel_weight_bytes(kernel);
+  c.io_bytes = activation_bytes + weight_bytes;
   c.sram_cycles =
-      cycles_for(static_cast<double>(io_bytes(kernel)), config.sram_bytes_per_cycle_per_pe * pes);
+      cycles_for(static_cast<double>(activation_bytes), config.sram_bytes_per_cycle_per_pe * pes);
   if (is_mac_kernel(kernel.kind)) {
     c.weight_load_cycles =
         cycles_for(static_cast<double>(weight_bytes), config.sram_bytes_per_cycle_per_pe * pes);

@@ -383,13 +383,11 @@ ModelledFigures model_figures(const std::vector<profiler::SpanRecord>& spans, in
   const double query_s = run.async ? host_s + enqueue_us * 1e-6
                                    : std::max(measured_mean_us * 1e-6, spent_device_s + host_s);
   bn.worker_bound_samples_per_s = query_s > 0 ? static_cast<double>(m.workers) * b / query_s : 0;
-  double predicted = bn.worker_bound_samples_per_s;
-  if (bn.device_bound_samples_per_s > 0)
-    predicted = predicted > 0 ? std::min(predicted, bn.device_bound_samples_per_s)
-                              : bn.device_bound_samples_per_s;
-  if (bn.host_bound_samples_per_s > 0)
-    predicted = predicted > 0 ? std::min(predicted, bn.host_bound_samples_per_s)
-                              : bn.host_bound_samples_per_s;
+  double predicted = 0;  // the smallest known (non-zero) bound
+  for (const double bound : {bn.worker_bound_samples_per_s, bn.device_bound_samples_per_s,
+                             bn.host_bound_samples_per_s}) {
+    if (bound > 0) predicted = predicted > 0 ? std::min(predicted, bound) : bound;
+  }
   bn.predicted_samples_per_s = predicted;
   bn.measured_samples_per_s = std::max(0.0, run.measured_samples_per_s);
   // The kind. With the measured rate R: the device when the run reached 80% of its bound (the
